@@ -1,0 +1,32 @@
+"""The environment catalogue: one line per built-in env (Gymnasium/Minigrid style).
+
+Entry points are strings, so an env's heavy dependencies (ALFWorld's TextWorld engine, ...) load only
+when it is made. Third-party packages add envs through the ``seedbench.envs`` entry-point group, see
+docs/adding_an_env.md and `seedbench.registry`.
+"""
+
+from __future__ import annotations
+
+from seedbench.registry import EnvEntry
+
+CATALOGUE: list[EnvEntry] = [
+    EnvEntry(
+        alias="choice",
+        env_id="seedbench/TwoChoice-v0",
+        entry_point="seedbench.envs.choice:TwoChoiceEnv",
+        description="trivial one-step test env: say 'left' or 'right', one of them is rewarded",
+    ),
+    EnvEntry(
+        alias="sokoban",
+        env_id="seedbench/Sokoban-v0",
+        entry_point="seedbench.envs.sokoban:SokobanEnv",
+        description="text Sokoban, 6x6 room, 1 box, 15 steps (gym-sokoban rules, reverse-play generator)",
+    ),
+    EnvEntry(
+        alias="alfworld",
+        env_id="seedbench/ALFWorld-v0",
+        entry_point="seedbench.envs.alfworld.env:ALFWorldEnv",
+        description="ALFWorld text household tasks on the TextWorld engine (needs the [alfworld] extra)",
+        requires="alfworld",
+    ),
+]
