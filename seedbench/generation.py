@@ -1,0 +1,181 @@
+"""Generation engines: token ids in, sampled token ids and their log-probs out.
+
+Token-in/token-out: the trainer trains on exactly the ids an engine sampled, never on re-tokenized text
+(re-tokenizing decoded text can change the ids and silently corrupt PPO ratios).
+
+`HFEngine` batches `transformers` ``generate`` (left padding, KV cache). The trainer keeps fp32 master
+weights (bf16 weights cannot absorb 1e-6-sized AdamW steps); when the compute dtype is lower (bf16 by
+default), the engine generates from its own low-precision copy, refreshed by `sync_weights` after every
+update, like a separate inference engine would be. Other engines (vLLM) implement the same interface.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+
+@dataclass
+class Generation:
+    token_ids: list[int]
+    logprobs: list[float]
+    """Log-probs of the sampled tokens under the sampling distribution (logits / temperature)."""
+    text: str
+    finish_reason: str = "length"  # "stop" (eos or a stop string) or "length"
+
+
+@dataclass
+class SamplingParams:
+    max_new_tokens: int = 96
+    temperature: float = 1.0
+    top_p: float = 1.0
+    greedy: bool = False
+    stop: list[str] = field(default_factory=lambda: ["</action>"])
+
+
+class GenerationEngine(Protocol):
+    name: str
+
+    def generate(self, prompts: list[list[int]], params: SamplingParams) -> list[Generation]: ...
+
+    def sync_weights(self) -> None: ...
+
+
+class HFEngine:
+    """Batched `generate` over the policy's own model (shared weights, so `sync_weights` is a no-op)."""
+
+    name = "hf"
+
+    def __init__(self, model: Any, tokenizer: Any, device: Any, batch_size: int = 32, dtype: Any = None):
+        import copy
+
+        self.source = model
+        self.tokenizer = tokenizer
+        self.device = device
+        self.batch_size = batch_size
+        model_dtype = next(model.parameters()).dtype
+        if dtype is not None and dtype != model_dtype:
+            self.model = copy.deepcopy(_unwrap(model)).to(dtype=dtype).eval()
+            for param in self.model.parameters():
+                param.requires_grad_(False)
+        else:
+            self.model = model
+
+    def sync_weights(self) -> None:
+        """Copy the trainer's current weights into the generation copy (no-op when shared)."""
+        if self.model is self.source:
+            return
+        import torch
+
+        source = _merged_state(self.source)
+        with torch.no_grad():
+            for name, param in self.model.state_dict().items():
+                param.copy_(source[name])
+
+    def generate(self, prompts: list[list[int]], params: SamplingParams) -> list[Generation]:
+        # Sort by length so each batch pads little; restore the caller's order at the end.
+        order = sorted(range(len(prompts)), key=lambda i: len(prompts[i]))
+        results: list[Generation | None] = [None] * len(prompts)
+        for start in range(0, len(order), self.batch_size):
+            chunk = order[start : start + self.batch_size]
+            for index, generation in zip(chunk, self._generate_batch([prompts[i] for i in chunk], params)):
+                results[index] = generation
+        return results  # type: ignore[return-value]
+
+    def _generate_batch(self, prompts: list[list[int]], params: SamplingParams) -> list[Generation]:
+        import torch
+
+        tok = self.tokenizer
+        pad_id = tok.pad_token_id
+        eos_ids = _eos_ids(self.model, tok)
+        width = max(len(p) for p in prompts)
+        input_ids = torch.full((len(prompts), width), pad_id, dtype=torch.long)
+        attention = torch.zeros((len(prompts), width), dtype=torch.long)
+        for row, ids in enumerate(prompts):
+            input_ids[row, width - len(ids) :] = torch.tensor(ids, dtype=torch.long)
+            attention[row, width - len(ids) :] = 1
+        kwargs: dict[str, Any] = dict(
+            max_new_tokens=params.max_new_tokens,
+            pad_token_id=pad_id,
+            eos_token_id=eos_ids,
+            return_dict_in_generate=True,
+            output_logits=True,
+        )
+        if params.greedy:
+            kwargs.update(do_sample=False, temperature=None, top_p=None, top_k=None)
+        else:
+            kwargs.update(do_sample=True, temperature=params.temperature, top_p=params.top_p, top_k=0)
+        if params.stop:
+            kwargs.update(stopping_criteria=_stop_criteria(tok, params.stop, width))
+        was_training = self.model.training
+        self.model.eval()
+        with torch.no_grad():
+            out = self.model.generate(input_ids=input_ids.to(self.device), attention_mask=attention.to(self.device), **kwargs)
+        if was_training:
+            self.model.train()
+        sequences = out.sequences[:, width:].cpu()
+        temperature = 1.0 if params.greedy else params.temperature
+        logits = torch.stack(out.logits, dim=1).float().cpu() / temperature  # [B, T, V]
+        token_logp = torch.log_softmax(logits, dim=-1).gather(-1, sequences.unsqueeze(-1)).squeeze(-1)
+        generations = []
+        for row in range(len(prompts)):
+            ids = sequences[row].tolist()
+            length, reason = _response_length(ids, eos_ids, pad_id, tok, params.stop)
+            kept = ids[:length]
+            generations.append(Generation(token_ids=kept, logprobs=token_logp[row, :length].tolist(),
+                                          text=tok.decode(kept, skip_special_tokens=True), finish_reason=reason))
+        return generations
+
+
+def _stop_criteria(tokenizer: Any, stop: list[str], prompt_width: int):
+    """Per-sequence stop on strings, checked on the decoded tail of the generated tokens (transformers'
+    own `stop_strings` needs a BPE-style vocabulary and fails on word-level tokenizers)."""
+    import torch
+    from transformers import StoppingCriteria, StoppingCriteriaList
+
+    tail = max(len(s) for s in stop) + 8
+
+    class StopOnStrings(StoppingCriteria):
+        def __call__(self, input_ids, scores, **kwargs):
+            generated = input_ids[:, prompt_width:]
+            texts = tokenizer.batch_decode(generated[:, -tail:], skip_special_tokens=False)
+            return torch.tensor([any(s in text for s in stop) for text in texts], device=input_ids.device)
+
+    return StoppingCriteriaList([StopOnStrings()])
+
+
+def _unwrap(model: Any) -> Any:
+    """The plain transformers model under a peft wrapper (LoRA merged on a copy)."""
+    if hasattr(model, "merge_and_unload"):
+        import copy
+
+        return copy.deepcopy(model).merge_and_unload()
+    return model
+
+
+def _merged_state(model: Any) -> dict:
+    return _unwrap(model).state_dict() if hasattr(model, "merge_and_unload") else model.state_dict()
+
+
+def _eos_ids(model: Any, tokenizer: Any) -> list[int]:
+    ids = model.generation_config.eos_token_id
+    ids = list(ids) if isinstance(ids, (list, tuple)) else ([ids] if ids is not None else [])
+    if tokenizer.eos_token_id is not None and tokenizer.eos_token_id not in ids:
+        ids.append(tokenizer.eos_token_id)
+    return ids
+
+
+def _response_length(ids: list[int], eos_ids: list[int], pad_id: int, tokenizer: Any, stop: list[str]) -> tuple[int, str]:
+    """How many generated tokens were really sampled. A sequence ends at its first eos (kept: the model
+    sampled it) or right after a stop string; `generate` fills the rest with padding, which is dropped."""
+    text = ""
+    for position, token in enumerate(ids):
+        if token in eos_ids:
+            return position + 1, "stop"
+        if stop:
+            text += tokenizer.decode([token], skip_special_tokens=False)
+            if any(s in text for s in stop):
+                return position + 1, "stop"
+        if token == pad_id and pad_id not in eos_ids:
+            return position, "stop"
+    return len(ids), "length"

@@ -1,0 +1,94 @@
+"""Per-step prompt builder (SEED_METHOD §1): the prompt is rebuilt at every env step, not a growing chat.
+
+Layout of the user message (one line per part, in this order):
+
+1. the env's rules (`TextEnv.instruction`), when it has any;
+2. the task line, ``Your task is to: <task>`` — SEED inserts its skill block right after this line;
+3. the step counter and the last `history_length` (observation, action) pairs;
+4. the current observation;
+5. the admissible actions, when the env lists them;
+6. the format instruction ``<think>…</think><action>…</action>``.
+
+It is rendered through the model's chat template (`render_prompt`), so the same builder serves any HF
+chat model. The wording follows verl-agent's ALFWorld template, which the SEED reference code uses.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+TASK_PREFIX = "Your task is to: "
+FORMAT_INSTRUCTION = (
+    "Now it's your turn to take an action. You should first reason step-by-step about the current "
+    "situation. This reasoning process MUST be enclosed within <think> </think> tags. Once you've finished "
+    "your reasoning, you should choose an admissible action for current step and present it within "
+    "<action> </action> tags."
+)
+SKILL_HEADER = "Episode-Level Skill"
+SKILL_USAGE = "Use the following skill, learned from a previous attempt at this episode, to act in this episode:"
+
+
+@dataclass(frozen=True)
+class HistoryItem:
+    observation: str
+    action: str
+
+
+def build_user_content(
+    *,
+    task: str,
+    observation: str,
+    step: int,
+    history: Sequence[HistoryItem],
+    history_length: int,
+    admissible_actions: Sequence[str] | None = None,
+    instruction: str = "",
+) -> str:
+    """The user message for env step `step` (0-based). `history` holds all past steps; only the last
+    `history_length` are shown."""
+    lines: list[str] = []
+    if instruction:
+        lines.append(instruction.strip())
+    lines.append(f"{TASK_PREFIX}{task}")
+    shown = list(history)[-history_length:] if history_length > 0 else []
+    if shown:
+        lines.append(
+            f"Prior to this step, you have already taken {step} step(s). Below are the most recent "
+            f"{len(shown)} observations and the corresponding actions you took:"
+        )
+        first = step - len(shown) + 1
+        for offset, item in enumerate(shown):
+            lines.append(f"[Observation {first + offset}: {item.observation.strip()}]")
+            lines.append(f"[Action {first + offset}: {item.action}]")
+    lines.append(f"You are now at step {step + 1} and your current observation is:\n{observation.strip()}")
+    if admissible_actions:
+        joined = ", ".join(f"'{a}'" for a in admissible_actions)
+        lines.append(f"Your admissible actions of the current situation are: [{joined}].")
+    lines.append(FORMAT_INSTRUCTION)
+    return "\n".join(lines)
+
+
+def skill_block(skill: str) -> str:
+    return f"{SKILL_HEADER}\n{SKILL_USAGE}\n{skill.strip()}"
+
+
+def insert_skill(user_content: str, skill: str) -> str:
+    """Insert the SEED skill block directly after the task line (SEED_METHOD §5.3); if no task line is
+    found, before the final format instruction; failing both, append it."""
+    block = skill_block(skill)
+    lines = user_content.split("\n")
+    for index, line in enumerate(lines):
+        if line.startswith(TASK_PREFIX):
+            return "\n".join(lines[: index + 1] + [block] + lines[index + 1 :])
+    marker = user_content.rfind("Now it's your turn")
+    if marker >= 0:
+        return user_content[:marker] + block + "\n" + user_content[marker:]
+    return user_content + "\n" + block
+
+
+def render_prompt(tokenizer, user_content: str) -> list[int]:
+    """Token ids of the chat-templated prompt, ending with the assistant generation prompt."""
+    messages = [{"role": "user", "content": user_content}]
+    text = tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
+    return tokenizer(text, add_special_tokens=False)["input_ids"]

@@ -1,0 +1,248 @@
+"""Synthetic run directories in the run-directory contract, for testing reports without training.
+
+`write_run` fills a run directory the way the trainer does (config.yaml, metrics.jsonl, eval.jsonl,
+skills.jsonl for SEED agents, summary.json) from a made-up learning curve whose eval outcomes are
+sampled task by task, so micro and macro averages are consistent with the per-type counts. `main` is a
+stand-in for ``seedbench run`` that honours the same command line (``--output``, ``--resume``) and
+writes one iteration at a time, which lets the experiment harness be tested for skip/resume behaviour
+without torch. Nothing here is used by a real run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import math
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+
+# Hypothetical final success rates of the agents a test can name; anything else gets 0.6.
+AGENT_SKILL = {"grpo": 0.55, "seed": 0.8, "gigpo": 0.7, "random": 0.1}
+SEED_AGENTS = ("seed",)
+
+
+def task_list(split: str, num_tasks: int) -> list[str]:
+    return [f"{split}-{i:03d}" for i in range(num_tasks)]
+
+
+def task_list_hash(task_ids: Sequence[str]) -> str:
+    return hashlib.sha256("\n".join(task_ids).encode()).hexdigest()[:16]
+
+
+def _append(path: Path, record: dict[str, Any]) -> None:
+    with open(path, "a", encoding="utf-8") as handle:
+        handle.write(json.dumps(record) + "\n")
+        handle.flush()
+
+
+class _Simulator:
+    """Deterministic made-up learning dynamics of one (agent, seed)."""
+
+    def __init__(self, env: str, agent: str, seed: int, iterations: int, splits: Sequence[str],
+                 task_types: Sequence[str], num_tasks: int, trajectories_per_iteration: int,
+                 final_success: float | None):
+        self.env, self.agent, self.seed = env, agent, seed
+        self.iterations = iterations
+        self.splits = list(splits)
+        self.task_types = list(task_types)
+        self.num_tasks = num_tasks
+        self.tpi = trajectories_per_iteration
+        self.final = AGENT_SKILL.get(agent, 0.6) if final_success is None else final_success
+        digest = hashlib.sha256(f"{env}/{agent}/{seed}".encode()).digest()
+        self.rng_seed = int.from_bytes(digest[:4], "little")
+        self.jitter = np.random.default_rng(self.rng_seed).normal(0, 0.05)
+
+    def p(self, iteration: int, split: str, task_type: str) -> float:
+        progress = 1 - math.exp(-3.0 * iteration / max(self.iterations, 1))
+        split_penalty = 0.08 * self.splits.index(split)
+        type_offset = 0.1 * (self.task_types.index(task_type) - (len(self.task_types) - 1) / 2)
+        value = 0.1 + (self.final + self.jitter - 0.1) * progress - split_penalty + type_offset
+        return float(min(max(value, 0.0), 1.0))
+
+    def counters(self, iteration: int) -> dict[str, int]:
+        trajectories = iteration * self.tpi
+        return {"trajectories": trajectories, "env_steps": int(trajectories * 3.5 + self.seed * iteration),
+                "generated_tokens": int(trajectories * 3.5 * 40 + 7 * self.seed * iteration)}
+
+    def metrics(self, iteration: int) -> dict[str, Any]:
+        rng = np.random.default_rng([self.rng_seed, iteration])
+        success = self.p(iteration, self.splits[0], self.task_types[0]) + rng.normal(0, 0.03)
+        record = {"iteration": iteration, **self.counters(iteration), "time_s": 0.5 * iteration,
+                  "rollout/success": float(np.clip(success, 0, 1)), "rollout/return": float(np.clip(success, 0, 1)),
+                  "train/loss": float(1.0 / (1 + iteration) + rng.normal(0, 0.01))}
+        if self.agent in SEED_AGENTS:
+            record.update({
+                "seed/analysis_success_rate": float(min(1.0, 0.4 + 0.05 * iteration)),
+                "seed/gate_mean": float(0.5 + 0.2 * math.exp(-iteration / 5)),
+                "seed/gate_frac_above_half": float(0.6 - 0.02 * iteration),
+                "seed/teacher_gap_mean": float(0.3 * math.exp(-iteration / 4)),
+                "seed/opd_active_ratio": float(min(1.0, 0.4 + 0.05 * iteration)),
+                "seed/skill_length": float(40 + iteration),
+            })
+        return record
+
+    def evaluation(self, iteration: int, split: str, temperature: float) -> dict[str, Any]:
+        rng = np.random.default_rng([self.rng_seed, iteration, 1 + self.splits.index(split)])
+        tasks = task_list(split, self.num_tasks)
+        wins: dict[str, int] = {t: 0 for t in self.task_types}
+        counts: dict[str, int] = {t: 0 for t in self.task_types}
+        for i, _task in enumerate(tasks):
+            # skewed type frequencies (earlier types commoner), so micro and macro averages differ
+            task_type = self.task_types[int(len(self.task_types) * (i / len(tasks)) ** 1.5)]
+            counts[task_type] += 1
+            wins[task_type] += int(rng.random() < self.p(iteration, split, task_type))
+        per_type = {t: wins[t] / counts[t] for t in self.task_types if counts[t]}
+        return {"iteration": iteration, **self.counters(iteration), "split": split, "num_tasks": len(tasks),
+                "task_list_hash": task_list_hash(tasks),
+                "success_micro": sum(wins.values()) / len(tasks),
+                "success_macro": float(np.mean(list(per_type.values()))),
+                "per_type": per_type, "per_type_counts": {t: counts[t] for t in per_type},
+                "temperature": temperature}
+
+    def skills(self, iteration: int) -> list[dict[str, Any]]:
+        rng = np.random.default_rng([self.rng_seed, iteration, 99])
+        out = []
+        for episode in range(4):
+            won = bool(rng.random() < self.p(iteration, self.splits[0], self.task_types[0]))
+            parsed = bool(rng.random() < 0.8)
+            skill = ("Workflow: find the target first, then act on it; confirm before finishing."
+                     if won else "Avoid: repeating an action that had no effect; check the goal first.")
+            out.append({"iteration": iteration, "episode_id": f"it{iteration}-ep{episode}",
+                        "task_id": f"train-{episode:03d}", "won": won, "parsed": parsed,
+                        "skill": skill if parsed else "", "summary": f"episode {episode} of iteration {iteration}"})
+        return out
+
+
+def write_run(
+    run_dir: str | Path,
+    *,
+    env: str = "choice",
+    agent: str = "grpo",
+    seed: int = 0,
+    iterations: int = 10,
+    model: str = "tiny",
+    eval_every: int = 2,
+    splits: Sequence[str] = ("test",),
+    task_types: Sequence[str] = ("choice",),
+    num_tasks: int = 16,
+    trajectories_per_iteration: int = 8,
+    temperature: float = 0.4,
+    final_success: float | None = None,
+    stop_after: int | None = None,
+    resume: bool = False,
+    sleep_s: float = 0.0,
+) -> Path:
+    """Write (or continue) a synthetic run. ``stop_after=k`` leaves a partial run after iteration k."""
+    run_dir = Path(run_dir)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    sim = _Simulator(env, agent, seed, iterations, splits, task_types, num_tasks, trajectories_per_iteration,
+                     final_success)
+    eval_tasks = {s: task_list(s, num_tasks) for s in splits}
+    config = {"env": env, "agent": agent, "seed": seed, "iterations": iterations,
+              "model": {"name": model}, "rollout": {"tasks_per_batch": trajectories_per_iteration // 2,
+                                                    "group_size": 2},
+              "algo": {}, "eval": {"split": splits[0], "splits": list(splits), "num_tasks": num_tasks,
+                                   "temperature": temperature, "every": eval_every}}
+    start = 0
+    metrics_path = run_dir / "metrics.jsonl"
+    if resume and metrics_path.exists():
+        done = []
+        for line in metrics_path.read_text().splitlines():
+            try:
+                done.append(json.loads(line)["iteration"])
+            except (json.JSONDecodeError, KeyError):
+                continue
+        start = max(done, default=0)
+        # drop a torn last line, as the real trainer does on resume
+        good = []
+        for line in metrics_path.read_text().splitlines():
+            try:
+                json.loads(line)
+                good.append(line)
+            except json.JSONDecodeError:
+                pass
+        metrics_path.write_text("".join(g + "\n" for g in good))
+    else:
+        (run_dir / "config.yaml").write_text(_yaml(config))
+        for name in ("metrics.jsonl", "eval.jsonl", "skills.jsonl", "episodes.jsonl"):
+            (run_dir / name).unlink(missing_ok=True)
+
+    def evaluate(it: int) -> None:
+        for split in splits:
+            _append(run_dir / "eval.jsonl", sim.evaluation(it, split, temperature))
+
+    if start == 0:
+        evaluate(0)
+    last = iterations if stop_after is None else min(stop_after, iterations)
+    for it in range(start + 1, last + 1):
+        if sleep_s:
+            time.sleep(sleep_s)
+        if agent in SEED_AGENTS:
+            for record in sim.skills(it):
+                _append(run_dir / "skills.jsonl", record)
+        _append(metrics_path, sim.metrics(it))
+        if (eval_every and it % eval_every == 0) or it == iterations:
+            evaluate(it)
+    complete = last >= iterations
+    final = {}
+    for line in (run_dir / "eval.jsonl").read_text().splitlines():
+        record = json.loads(line)
+        final[f"eval/{record['split']}/success_micro"] = record["success_micro"]
+        final[f"eval/{record['split']}/success_macro"] = record["success_macro"]
+    summary = {
+        "seedbench_version": "0.1.0", "git_hash": "0" * 40,
+        "packages": {"numpy": np.__version__},
+        "model": {"name": model, "checksum": hashlib.sha256(model.encode()).hexdigest()[:16]},
+        "env": env, "env_id": f"seedbench/{env.capitalize()}-v0", "agent": agent, "seed": seed,
+        "iterations_done": last, "complete": complete,
+        "eval_tasks": eval_tasks, "eval_task_hash": {s: task_list_hash(t) for s, t in eval_tasks.items()},
+        "protocol": {"split": splits[0], "num_tasks": num_tasks, "max_steps": 1, "temperature": temperature,
+                     "data_checksum": hashlib.sha256(env.encode()).hexdigest()[:16]},
+        "final": final, "timing": {"total_s": 0.5 * last},
+    }
+    tmp = run_dir / "summary.json.tmp"
+    tmp.write_text(json.dumps(summary, indent=2, sort_keys=True))
+    os.replace(tmp, run_dir / "summary.json")
+    return run_dir
+
+
+def _yaml(data: dict) -> str:
+    import yaml
+
+    return yaml.safe_dump(data, sort_keys=False)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """A fake ``seedbench run`` with the same command line (plus ``--sleep``), for harness tests."""
+    parser = argparse.ArgumentParser(prog="seedbench-fake-run")
+    parser.add_argument("command", choices=["run"])
+    parser.add_argument("--agent", required=True)
+    parser.add_argument("--env", required=True)
+    parser.add_argument("--seed", type=int, required=True)
+    parser.add_argument("--iterations", type=int, required=True)
+    parser.add_argument("--output", required=True)
+    parser.add_argument("--model", default="tiny")
+    parser.add_argument("--config")
+    parser.add_argument("--set", action="append", default=[])
+    parser.add_argument("--resume", action="store_true")
+    parser.add_argument("--sleep", type=float, default=float(os.environ.get("SEEDBENCH_FAKE_SLEEP", "0")))
+    args = parser.parse_args(argv)
+    out = Path(args.output)
+    if not args.resume and out.exists() and any(out.iterdir()):
+        print(f"error: {out} is not empty; pass --resume", file=sys.stderr)
+        return 2
+    with open(out.parent / f"{out.name}.invocations", "a") as log:  # lets tests count the work done
+        log.write(("resume" if args.resume else "fresh") + "\n")
+    write_run(out, env=args.env, agent=args.agent, seed=args.seed, iterations=args.iterations,
+              model=args.model, resume=args.resume, sleep_s=args.sleep)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

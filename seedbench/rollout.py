@@ -1,0 +1,176 @@
+"""Rollout: B tasks × a group of N copies, done-aware, one training sample per env step.
+
+All N members of a group reset with the same (split, seed), so they share the initial state. At each
+step only unfinished episodes are prompted and generated for; the others are left alone (not masked
+after the fact). Each env step becomes a `StepSample` holding the exact prompt and response token ids,
+the engine's sampled log-probs, the raw text, the parsed action and its validity, and the env reward.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from seedbench.generation import GenerationEngine, SamplingParams
+from seedbench.prompting import HistoryItem, build_user_content, render_prompt
+
+
+@dataclass(frozen=True)
+class TaskRef:
+    """A task, reproducibly: ``env.reset(seed=seed, options={"split": split})``."""
+
+    split: str
+    seed: int
+
+    def key(self) -> str:
+        return f"{self.split}:{self.seed}"
+
+
+@dataclass
+class StepSample:
+    step: int
+    user_content: str
+    prompt_ids: list[int]
+    response_ids: list[int]
+    sampled_logprobs: list[float]
+    response_text: str
+    observation: str
+    action: str
+    action_valid: bool
+    env_reward: float
+
+
+@dataclass
+class Trajectory:
+    episode_id: str
+    group_id: int
+    task: TaskRef
+    task_text: str = ""
+    task_id: str = ""
+    task_type: str = ""
+    steps: list[StepSample] = field(default_factory=list)
+    env_return: float = 0.0
+    won: bool = False
+    done: bool = False
+    truncated: bool = False
+    dropped: bool = False  # the env process died mid-episode; excluded from training and counted
+    final_observation: str = ""
+
+    @property
+    def num_invalid(self) -> int:
+        return sum(not s.action_valid for s in self.steps)
+
+
+@dataclass
+class RolloutStats:
+    env_time_s: float = 0.0
+    generation_time_s: float = 0.0
+    generated_tokens: int = 0
+    env_steps: int = 0
+
+
+class LocalEnvs:
+    """`num` env instances stepped in this process (the ALFWorld worker pool has the same methods)."""
+
+    def __init__(self, make: Callable[[], Any], num: int):
+        self.envs = [make() for _ in range(num)]
+
+    def __len__(self) -> int:
+        return len(self.envs)
+
+    def reset(self, index: int, seed: int, options: dict) -> tuple[str, dict]:
+        return self.envs[index].reset(seed=seed, options=options)
+
+    def step_many(self, actions: list[tuple[int, str]]) -> list[tuple | None]:
+        """Step several envs; an entry is None when that env died (the episode is dropped)."""
+        return [self.envs[index].step(text) for index, text in actions]
+
+    def close(self) -> None:
+        for env in self.envs:
+            env.close()
+
+
+def run_episodes(
+    envs: Any,
+    env_spec: Any,
+    engine: GenerationEngine,
+    tokenizer: Any,
+    tasks: list[TaskRef],
+    *,
+    group_size: int,
+    params: SamplingParams,
+    history_length: int,
+    max_steps: int,
+    episode_prefix: str = "",
+    progress: Any = None,
+) -> tuple[list[Trajectory], RolloutStats]:
+    """Play `group_size` episodes of each task, lock-step over env steps but done-aware.
+
+    `envs` must hold at least ``len(tasks) * group_size`` instances; `env_spec` is any instance of the
+    env class (for its `instruction`)."""
+    stats = RolloutStats()
+    trajectories: list[Trajectory] = []
+    observations: list[str] = []
+    infos: list[dict] = []
+    t0 = time.perf_counter()
+    for task_index, task in enumerate(tasks):
+        for member in range(group_size):
+            index = len(trajectories)
+            obs, info = envs.reset(index, task.seed, {"split": task.split})
+            trajectories.append(Trajectory(
+                episode_id=f"{episode_prefix}{task_index}-{member}", group_id=task_index, task=task,
+                task_text=str(info.get("task", "")), task_id=str(info.get("task_id", task.key())),
+                task_type=str(info.get("task_type", "")),
+            ))
+            observations.append(obs)
+            infos.append(info)
+    stats.env_time_s += time.perf_counter() - t0
+    histories: list[list[HistoryItem]] = [[] for _ in trajectories]
+    instruction = getattr(env_spec, "instruction", "")
+
+    for step in range(max_steps):
+        active = [i for i, traj in enumerate(trajectories) if not traj.done]
+        if not active:
+            break
+        contents = [
+            build_user_content(
+                task=trajectories[i].task_text, observation=observations[i], step=step, history=histories[i],
+                history_length=history_length, admissible_actions=infos[i].get("admissible_actions"),
+                instruction=instruction,
+            )
+            for i in active
+        ]
+        prompt_ids = [render_prompt(tokenizer, content) for content in contents]
+        t0 = time.perf_counter()
+        generations = engine.generate(prompt_ids, params)
+        stats.generation_time_s += time.perf_counter() - t0
+        t0 = time.perf_counter()
+        results = envs.step_many([(i, gen.text) for i, gen in zip(active, generations)])
+        stats.env_time_s += time.perf_counter() - t0
+        for i, content, ids, gen, result in zip(active, contents, prompt_ids, generations, results):
+            traj = trajectories[i]
+            stats.generated_tokens += len(gen.token_ids)
+            if result is None:
+                traj.dropped, traj.done = True, True
+                continue
+            stats.env_steps += 1
+            obs, reward, terminated, truncated, info = result
+            valid = bool(info.get("action_valid", True))
+            action = env_spec.parse_action(gen.text)[0]
+            traj.steps.append(StepSample(
+                step=step, user_content=content, prompt_ids=ids, response_ids=gen.token_ids,
+                sampled_logprobs=gen.logprobs, response_text=gen.text, observation=observations[i],
+                action=action, action_valid=valid, env_reward=float(reward),
+            ))
+            histories[i].append(HistoryItem(observations[i], action if valid else gen.text.strip()[-200:]))
+            traj.env_return += float(reward)
+            traj.won = bool(info.get("won", False))
+            observations[i], infos[i] = obs, info
+            if terminated or truncated or step == max_steps - 1:
+                traj.done = True
+                traj.truncated = bool(truncated) or (not terminated)
+                traj.final_observation = obs
+        if progress is not None:
+            progress.update(1)
+    return trajectories, stats

@@ -1,0 +1,167 @@
+"""The run directory, the unit of truth of a run (BALROG / lm-eval style).
+
+    runs/<env>__<agent>__<model>__s<seed>__<time>/
+        config.yaml       resolved config
+        metrics.jsonl     one line per iteration (rollout/, train/, seed/, time/ metrics)
+        eval.jsonl        one line per evaluation and split
+        episodes.jsonl    per-episode logs: prompt, raw output, action, validity, reward per step
+        skills.jsonl      SEED agents: one skill per analysed trajectory
+        checkpoints/it_<k>/  model + optimizer + RNG state + counters
+        summary.json      versions, git hash, model checksum, eval task list, final metrics
+
+Appends are one `write` of a whole line on an O_APPEND file, flushed and fsynced, so a killed process
+leaves at most one torn last line, which readers skip. On resume, lines written after the last
+checkpoint (an iteration that never finished) are removed, so nothing is counted twice and no record of
+a completed iteration is lost.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import time
+from pathlib import Path
+from typing import Any, Iterator
+
+import yaml
+
+LOG_FILES = ("metrics.jsonl", "eval.jsonl", "episodes.jsonl", "skills.jsonl")
+
+
+def append_jsonl(path: Path, record: dict[str, Any]) -> None:
+    line = (json.dumps(record, ensure_ascii=False, default=_json_default) + "\n").encode()
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        os.write(fd, line)
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def read_jsonl(path: Path) -> Iterator[dict[str, Any]]:
+    """Records of a JSONL file, skipping a torn or corrupt line instead of failing."""
+    if not Path(path).exists():
+        return
+    with open(path, encoding="utf-8") as handle:
+        for line in handle:
+            line = line.strip()
+            if not line:
+                continue
+            try:
+                yield json.loads(line)
+            except json.JSONDecodeError:
+                continue
+
+
+def write_json_atomic(path: Path, data: Any) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(data, indent=2, sort_keys=True, default=_json_default))
+    os.replace(tmp, path)
+
+
+def _json_default(obj: Any):
+    if hasattr(obj, "item"):
+        return obj.item()
+    if isinstance(obj, Path):
+        return str(obj)
+    raise TypeError(f"not JSON serialisable: {type(obj).__name__}")
+
+
+def default_run_name(env: str, agent: str, model: str, seed: int) -> str:
+    model_tag = Path(model).name.replace("/", "_") or "model"
+    return f"{env}__{agent}__{model_tag}__s{seed}__{time.strftime('%Y%m%d-%H%M%S')}"
+
+
+def git_hash() -> str | None:
+    try:
+        root = Path(__file__).resolve().parent.parent
+        out = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, timeout=5)
+        return out.stdout.strip() or None
+    except (OSError, subprocess.SubprocessError):
+        return None
+
+
+def package_versions() -> dict[str, str]:
+    from importlib import metadata
+
+    versions = {}
+    for name in ("seedbench", "torch", "transformers", "peft", "gymnasium", "numpy", "alfworld", "textworld", "vllm", "trl"):
+        try:
+            versions[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            pass
+    return versions
+
+
+class RunDir:
+    def __init__(self, path: Path):
+        self.path = Path(path)
+        self.checkpoints = self.path / "checkpoints"
+
+    # -- files ------------------------------------------------------------------------------------
+    def file(self, name: str) -> Path:
+        return self.path / name
+
+    def log(self, name: str, record: dict[str, Any]) -> None:
+        append_jsonl(self.file(name), record)
+
+    def records(self, name: str) -> list[dict[str, Any]]:
+        return list(read_jsonl(self.file(name)))
+
+    def write_config(self, config: dict[str, Any]) -> None:
+        tmp = self.file("config.yaml.tmp")
+        tmp.write_text(yaml.safe_dump(config, sort_keys=False))
+        os.replace(tmp, self.file("config.yaml"))
+
+    def read_config(self) -> dict[str, Any]:
+        return yaml.safe_load(self.file("config.yaml").read_text())
+
+    def read_summary(self) -> dict[str, Any]:
+        path = self.file("summary.json")
+        return json.loads(path.read_text()) if path.exists() else {}
+
+    def update_summary(self, **fields: Any) -> dict[str, Any]:
+        summary = self.read_summary()
+        summary.update(fields)
+        write_json_atomic(self.file("summary.json"), summary)
+        return summary
+
+    # -- checkpoints ------------------------------------------------------------------------------
+    def latest_checkpoint(self) -> Path | None:
+        if not self.checkpoints.exists():
+            return None
+        done = [p for p in self.checkpoints.glob("it_*") if (p / "COMPLETE").exists()]
+        return max(done, key=lambda p: int(p.name.split("_")[1]), default=None)
+
+    def new_checkpoint_dir(self, iteration: int) -> Path:
+        path = self.checkpoints / f"it_{iteration}"
+        if path.exists():
+            shutil.rmtree(path)
+        path.mkdir(parents=True)
+        return path
+
+    def finish_checkpoint(self, path: Path, keep: int) -> None:
+        """Mark a checkpoint complete (written last, so a half-written one is never resumed from) and
+        prune older ones."""
+        (path / "COMPLETE").write_text(str(time.time()))
+        done = sorted((p for p in self.checkpoints.glob("it_*") if (p / "COMPLETE").exists()),
+                      key=lambda p: int(p.name.split("_")[1]))
+        for old in done[:-keep] if keep > 0 else []:
+            shutil.rmtree(old, ignore_errors=True)
+        for partial in self.checkpoints.glob("it_*"):
+            if not (partial / "COMPLETE").exists():
+                shutil.rmtree(partial, ignore_errors=True)
+
+    def truncate_logs_after(self, iteration: int) -> None:
+        """Drop records of iterations after `iteration` (they belong to an iteration that never
+        completed) and torn lines."""
+        for name in LOG_FILES:
+            path = self.file(name)
+            if not path.exists():
+                continue
+            kept = [r for r in read_jsonl(path) if int(r.get("iteration", 0)) <= iteration]
+            tmp = path.with_name(path.name + ".tmp")
+            tmp.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in kept))
+            os.replace(tmp, path)
