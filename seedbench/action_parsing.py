@@ -7,18 +7,22 @@ parse is reported as invalid rather than raising.
 
 from __future__ import annotations
 
-import re
-
-_ACTION_RE = re.compile(r"<action>(.*?)</action>", re.DOTALL | re.IGNORECASE)
 
 
 def extract_tag(text: str, tag: str = "action") -> str | None:
-    """Return the stripped content of the last ``<tag>…</tag>`` in `text`, or None when absent."""
-    pattern = _ACTION_RE if tag == "action" else re.compile(rf"<{tag}>(.*?)</{tag}>", re.DOTALL | re.IGNORECASE)
-    matches = pattern.findall(text or "")
-    if not matches:
+    """Return the stripped content of the last ``<tag>…</tag>`` in `text`, or None when absent.
+
+    Linear time: find the last closing tag, then the last opening tag before it (a regex over a long
+    runaway output full of unclosed tags is quadratic)."""
+    lowered = (text or "").lower()
+    close = lowered.rfind(f"</{tag}>")
+    if close < 0:
         return None
-    return " ".join(matches[-1].split())
+    open_tag = f"<{tag}>"
+    start = lowered.rfind(open_tag, 0, close)
+    if start < 0:
+        return None
+    return " ".join(text[start + len(open_tag) : close].split())
 
 
 def parse_choice(text: str, choices: list[str] | tuple[str, ...]) -> tuple[str, bool]:

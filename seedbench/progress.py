@@ -1,4 +1,5 @@
-"""Progress bars (tqdm) that stay quiet when output is not a terminal unless asked for."""
+"""Progress bars (tqdm). On a terminal they redraw; in a log file they print at most every 30 s.
+``SEEDBENCH_PROGRESS=0`` turns them off (the test suite does)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import sys
 def progress_bar(total: int | None = None, desc: str = "", unit: str = "it", **kwargs):
     from tqdm.auto import tqdm
 
-    disable = os.environ.get("SEEDBENCH_PROGRESS", "auto")
-    off = disable == "0" or (disable == "auto" and not sys.stderr.isatty())
-    return tqdm(total=total, desc=desc, unit=unit, disable=off, leave=False, dynamic_ncols=True, **kwargs)
+    off = os.environ.get("SEEDBENCH_PROGRESS", "1") == "0"
+    interval = 0.1 if sys.stderr.isatty() else 30.0
+    return tqdm(total=total, desc=desc, unit=unit, disable=off, leave=False, dynamic_ncols=True,
+                mininterval=interval, **kwargs)

@@ -1,1 +1,84 @@
-"""(being written)"""
+"""Leaderboards for training methods: data in git, validated and built by the library.
+
+    seedbench leaderboard submit RUNS... --method NAME --authors A B [--board KEY] [--paper URL] ...
+    seedbench leaderboard validate [FOLDER...]
+    seedbench leaderboard build
+
+See `seedbench.leaderboard.schema` for the layout and docs/leaderboard.md for the submission guide.
+Boards are keyed by env version + base model + budget; rows copied from papers are marked
+``paper-reported`` and shown apart from results produced by seedbench.
+"""
+
+from __future__ import annotations
+
+import argparse
+from datetime import date
+from pathlib import Path
+from typing import Sequence
+
+from seedbench.leaderboard.build import BuildError, build
+from seedbench.leaderboard.schema import Board, Problem, board_key
+from seedbench.leaderboard.submit import SubmitError, submit
+from seedbench.leaderboard.validate import Catalogue, load_catalogue
+
+__all__ = ["Board", "BuildError", "Catalogue", "Problem", "SubmitError", "board_key", "build", "load_catalogue",
+           "main", "submit"]
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="seedbench leaderboard", description="Submit, validate and build leaderboards.")
+    parser.add_argument("--root", default="leaderboards", help="leaderboards directory (default: leaderboards/)")
+    sub = parser.add_subparsers(dest="action", required=True)
+
+    s = sub.add_parser("submit", help="make a submission folder from finished runs of one agent")
+    s.add_argument("paths", nargs="+", help="run directories or an experiment directory (one env × agent × model)")
+    s.add_argument("--board", help="board key (default: the board matching the runs' env, model and budget)")
+    s.add_argument("--method", required=True, help="method name as it should appear on the board")
+    s.add_argument("--authors", nargs="+", required=True)
+    s.add_argument("--paper", help="paper URL")
+    s.add_argument("--code", help="code URL")
+    s.add_argument("--compute", help="compute used, e.g. '1x H100, 6 GPU-hours'")
+    s.add_argument("--reproduced", action="store_true", help="someone other than the authors reran it")
+    s.add_argument("--notes")
+    s.add_argument("--date", help="YYYY-MM-DD for the folder name (default: today)")
+    s.add_argument("--overwrite", action="store_true", help="replace an existing folder of the same name")
+
+    v = sub.add_parser("validate", help="check submissions; prints every problem with its field path")
+    v.add_argument("paths", nargs="*", help="submission or board folders (default: everything under --root)")
+
+    sub.add_parser("build", help="write README.md, leaderboard.csv and index.html under --root")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of ``seedbench leaderboard``; returns 0 (ok), 1 (invalid submissions) or 2 (bad usage)."""
+    args = _parser().parse_args(argv)
+    root = Path(args.root)
+    try:
+        if args.action == "submit":
+            when = date.fromisoformat(args.date) if args.date else None
+            folder = submit(args.paths, root=root, board=args.board, method=args.method, authors=args.authors,
+                            paper=args.paper, code=args.code, compute=args.compute, reproduced=args.reproduced,
+                            notes=args.notes, when=when, overwrite=args.overwrite)
+            print(f"wrote {folder}; run `seedbench leaderboard build` and commit both")
+            return 0
+        if args.action == "validate":
+            catalogue = load_catalogue(root, only=[Path(p) for p in args.paths] or None)
+            for problem in catalogue.problems:
+                print(problem)
+            count = len(catalogue.all_submissions())
+            print(f"{count} submission(s) checked, {len(catalogue.problems)} problem(s)")
+            return 1 if catalogue.problems else 0
+        paths = build(root)
+        print("wrote " + ", ".join(str(p) for p in paths))
+        return 0
+    except BuildError as err:
+        print(err)
+        print("leaderboard build: fix the problems above; nothing was written")
+        return 1
+    except SubmitError as err:
+        print(f"seedbench leaderboard: error: {err}")
+        return 1 if "does not validate" in str(err) else 2
+    except (FileNotFoundError, ValueError) as err:
+        print(f"seedbench leaderboard: error: {err}")
+        return 2

@@ -216,9 +216,13 @@ def _protocol_section(runs: list[Run], warnings: list[str]) -> Section:
         rows = [["agents", ", ".join(card["agents"])], ["seeds", ", ".join(map(str, card["seeds"]))],
                 ["runs", str(card["runs"])]]
         for name, values in card["fields"].items():
-            rows.append([name, " / ".join(values)])
-            if len(values) > 1 and not name.startswith("task list hash"):  # task lists are warned about above
-                warnings.append(f"{card['env']} · {card['model']}: runs disagree on {name} ({' / '.join(values)})")
+            shown = " / ".join(values) if len(values) <= 3 else f"{len(values)} distinct values"
+            rows.append([name, shown])
+            # task lists are checked per comparison above; model checksums per seed below
+            if len(values) > 1 and not name.startswith("task list hash") and name != "model checksum":
+                warnings.append(f"{card['env']} · {card['model']}: runs disagree on {name} ({shown})")
+        group = [r for r in runs if (r.env, r.model) == (card["env"], card["model"])]
+        warnings.extend(f"{card['env']} · {card['model']}: {m}" for m in T.model_checksum_problems(group))
         section.add(Section(_group_title(card["env"], card["model"]), [Table(["field", "value"], rows)]))
     return section
 

@@ -74,13 +74,22 @@ class Run:
         return hashes
 
     @property
+    def declared_split(self) -> str | None:
+        """The eval split the run's protocol names first (``protocol.split`` or ``protocol.splits[0]``)."""
+        protocol = self.protocol
+        if protocol.get("split"):
+            return str(protocol["split"])
+        splits = protocol.get("splits") or (self.config.get("eval") or {}).get("splits") or []
+        return str(splits[0]) if splits else None
+
+    @property
     def splits(self) -> list[str]:
         seen: list[str] = []
         for record in self.evals:
             split = record.get("split")
             if split and split not in seen:
                 seen.append(split)
-        primary = self.protocol.get("split")
+        primary = self.declared_split
         if primary in seen:
             seen.remove(primary)
             seen.insert(0, primary)

