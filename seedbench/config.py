@@ -103,6 +103,8 @@ class RunConfig:
     save_every: int = 1
     """Checkpoint every k iterations (resume restarts from the last one)."""
     keep_checkpoints: int = 1
+    save_final_model: bool = True
+    """Write ``final_model/`` (an HF checkpoint that ``--model`` and ``seedbench eval`` load) at the end."""
     num_env_workers: int = 0
     """Env worker processes (0 = step envs in this process)."""
 

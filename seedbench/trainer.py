@@ -165,6 +165,10 @@ class Trainer:
                 self.save_checkpoint()
         if not any(r.get("iteration") == cfg.iterations for r in self.run_dir.records("eval.jsonl")) and cfg.iterations > 0:
             self.evaluate()
+        if cfg.save_final_model:
+            from seedbench.policy import save_policy
+
+            save_policy(self.policy, self.run_dir.path / "final_model")
         self._write_summary(complete=True)
         return self.run_dir.path
 

@@ -81,6 +81,9 @@ class VLLMEngine:
         length (None = the model's own limit, which sizes the KV cache for the longest sequence)."""
         import torch
 
+        # vLLM drops torch to one thread "for serving" unless OMP_NUM_THREADS is set; in-process that
+        # would also make the trainer's forward and backward passes single-threaded.
+        os.environ.setdefault("OMP_NUM_THREADS", str(torch.get_num_threads()))
         vllm = _import_vllm()
         self.source = model
         self.tokenizer = tokenizer

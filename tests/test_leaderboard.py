@@ -191,7 +191,7 @@ def test_validate_rejects_bad_submissions_with_field_paths(boards, break_it, mes
     prefix = f"{BOARD}/2026-01-02_seed_tiny/"
     assert all(p.startswith(prefix) for p in found), found  # only the broken submission is blamed
     # the command line says the same and fails
-    assert lb.main(["--root", str(boards), "validate"]) == 1
+    assert lb.main(["validate", "--root", str(boards)]) == 1
     out = capsys.readouterr().out
     assert message in out and "Traceback" not in out
 
@@ -241,7 +241,7 @@ def test_build_is_deterministic_and_separates_paper_rows(boards):
     (folder / "metadata.yaml").write_text(yaml.safe_dump({
         "method": "GiGPO (paper)", "authors": ["x"], "paper": "https://arxiv.org/abs/2505.10978",
         "compute": "as reported", "reproduced": False, "source": "paper-reported"}))
-    assert lb.main(["--root", str(boards), "build"]) == 0
+    assert lb.main(["build", "--root", str(boards)]) == 0
     first = {name: (boards / name).read_bytes() for name in ("README.md", "leaderboard.csv", "index.html")}
     lb.build(boards)
     assert {name: (boards / name).read_bytes() for name in first} == first
@@ -257,13 +257,13 @@ def test_build_is_deterministic_and_separates_paper_rows(boards):
 
 def test_build_refuses_invalid_submissions_and_writes_nothing(boards, capsys):
     _non_numeric_metric(submission(boards))
-    assert lb.main(["--root", str(boards), "build"]) == 1
+    assert lb.main(["build", "--root", str(boards)]) == 1
     assert "nothing was written" in capsys.readouterr().out
     assert not (boards / "README.md").exists()
 
 
 def test_cli_usage_errors_return_2(tmp_path, capsys):
-    assert lb.main(["--root", str(tmp_path / "missing"), "validate"]) == 2
+    assert lb.main(["validate", "--root", str(tmp_path / "missing")]) == 2
     assert capsys.readouterr().out.startswith("seedbench leaderboard: error: no leaderboards directory")
 
 

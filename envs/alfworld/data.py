@@ -425,10 +425,18 @@ def build_candidate(out_dir: str, split: str, task_type: str, index: int, base_s
     record.update(floor_plan=spec.room.floor_plan, path=str(rel / "game.tw-pddl"),
                   seconds=time.perf_counter() - t0)
     if walkthrough is None:
-        shutil.rmtree(trial_dir, ignore_errors=True)
+        remove_trial(trial_dir)
         return {**record, "status": "unsolved"}
     return {**record, "status": "ok", "expert_steps": len(walkthrough), "task": _task_text(game["grammar"]),
             "sha256": sha256_file(game_path), "problem_sha256": hashlib.sha256(game["pddl_problem"].encode()).hexdigest()}
+
+
+def remove_trial(trial_dir: Path) -> None:
+    shutil.rmtree(trial_dir, ignore_errors=True)
+    try:
+        trial_dir.parent.rmdir()  # the task folder, when no other trial is left in it
+    except OSError:
+        pass
 
 
 def trial_name(base_seed: int, index: int) -> str:
@@ -543,7 +551,7 @@ def generate_pool(config: PoolConfig) -> dict[str, Any]:
                        "detail": result.detail[-2000:]}
                 for partial in (out / "json_2.1.1" / key[0]).glob(f"*/{trial_name(config.seed, index)}"):
                     if partial.parent.name.startswith(key[1] + "-"):
-                        shutil.rmtree(partial, ignore_errors=True)
+                        remove_trial(partial)
             rec.update(seed_base=config.seed, max_expert_steps=config.max_expert_steps)
             done[(key[0], key[1], index)] = rec
             new_solved += rec["status"] == "ok"
@@ -555,6 +563,30 @@ def generate_pool(config: PoolConfig) -> dict[str, Any]:
         bar.close()
     elapsed = time.perf_counter() - t0
     return write_manifest(config, done, quotas, plans, elapsed, new_candidates, new_solved)
+
+
+TEST_POOL_COUNTS = {"train": 6, "valid_seen": 1, "valid_unseen": 1}
+
+
+def build_test_pool(out: str | Path, workers: int = 0) -> Path:
+    """A tiny pool for tests: one train game per task type, one game in each validation split. Resumable,
+    so a second call on the same folder costs nothing."""
+    out = Path(out)
+    generate_pool(PoolConfig(out=out, counts=dict(TEST_POOL_COUNTS), seed=0, workers=workers, progress=False))
+    return out
+
+
+def _interleave_types(games: list[dict]) -> list[dict]:
+    """Order each split as pick, look, clean, heat, cool, pick2, pick, look, ... so that any prefix of a
+    split (e.g. the first 128 games of valid_seen) is balanced over task types."""
+    ordered = []
+    for split in SPLITS:
+        queues = [[g for g in games if g["split"] == split and g["task_type"] == short] for short in TASK_TYPES.values()]
+        while any(queues):
+            for queue in queues:
+                if queue:
+                    ordered.append(queue.pop(0))
+    return ordered
 
 
 def _available_cpus() -> int:
@@ -581,7 +613,7 @@ def write_manifest(config: PoolConfig, done: dict, quotas: dict, plans: dict, el
             if status != "ok":
                 continue
             if kept >= quotas[key] or rec["problem_sha256"] in seen_problems:
-                shutil.rmtree((out / rec["path"]).parent, ignore_errors=True)  # surplus from parallel overshoot
+                remove_trial((out / rec["path"]).parent)  # surplus from parallel overshoot
                 continue
             seen_problems.add(rec["problem_sha256"])
             kept += 1
@@ -591,6 +623,7 @@ def write_manifest(config: PoolConfig, done: dict, quotas: dict, plans: dict, el
                 "task_type_full": key[1], "floor_plan": rec["floor_plan"], "path": str(rel), "sha256": rec["sha256"],
                 "expert_steps": rec["expert_steps"], "task": rec["task"], "seed": rec["seed"],
             })
+    games = _interleave_types(games)
     for st in stats.values():
         st["solvable_fraction"] = round(st["solved"] / st["candidates"], 4) if st["candidates"] else None
     import textworld

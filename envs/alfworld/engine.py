@@ -1,15 +1,14 @@
-"""ALFWorld's TextWorld engine as seedbench runs it: the stock wrappers plus three small fixes.
+"""ALFWorld's TextWorld engine as seedbench runs it: the stock wrappers plus small fixes.
 
-1. **Parse cache** (speed, same output). TextWorld re-parses the same grammar snippets and logic queries
+1. **Engine caches** (speed, same output). TextWorld re-parses the same grammar snippets and logic queries
    with TatSu at every step (each admissible command's text is derived from the grammar), which is most of
-   a step's time. We memoise the two pure parse functions (`textworld.logic.Rule.parse_conjunctive_query`
-   and `textworld.envs.pddl.textgen._parse_and_convert`, the latter returning a deep copy because callers
-   mutate the symbols). Steps get about 5x faster; observations and admissible commands are identical
-   (tested). Set ``SEEDBENCH_ALFWORLD_PARSE_CACHE=0`` to turn it off.
-2. **One state build per reset.** `PddlEnv.load` builds the initial PDDL state (fast-downward's
-   translation, the slowest part of a reset) and `PddlEnv.reset` builds it again; the first reset after a
-   load reuses the untouched one.
-3. **Expert fix for 0.4.x.** alfworld 0.4.x renamed the engine's ``put O in/on R`` command to
+   a step's time; and every reset re-translates the game's PDDL with fast-downward, twice. We memoise the
+   pure functions involved: `textworld.logic.Rule.parse_conjunctive_query`,
+   `textworld.envs.pddl.textgen._parse_and_convert` (returning a deep copy, callers mutate the symbols) and
+   `fast_downward.pddl2sas` (an LRU of recent games, keyed by the PDDL text). Steps get about 5x faster and
+   a reset of a game already seen in the process costs a fraction of the first; observations and
+   admissible commands are identical (tested). ``SEEDBENCH_ALFWORLD_ENGINE_CACHE=0`` turns this off.
+2. **Expert fix for 0.4.x.** alfworld 0.4.x renamed the engine's ``put O in/on R`` command to
    ``move O to R``, but its handcoded expert only updates its inventory when the last command contains
    ``put``: after its first placement it believes it still holds that object, so every pick-two game (and
    any game where it puts something back) fails. We hand the expert the old spelling of the last
@@ -19,10 +18,13 @@
 from __future__ import annotations
 
 import copy
+import hashlib
 import os
+from collections import OrderedDict
 
 ALFWORLD_VERSION = "0.4.2"
 _PARSE_CACHE_LIMIT = 50_000
+_TRANSLATION_CACHE_SIZE = 32  # games; a translated kitchen game holds a few MB
 _patched = False
 
 
@@ -34,13 +36,15 @@ def missing_alfworld_error(err: Exception | None = None) -> ImportError:
     )
 
 
-def enable_parse_cache() -> bool:
-    """Memoise TextWorld's grammar/query parsing in this process (idempotent). Returns whether it is on."""
+def enable_engine_caches() -> bool:
+    """Memoise TextWorld's parsing and fast-downward's translation in this process (idempotent).
+    Returns whether the caches are on."""
     global _patched
     if _patched:
         return True
-    if os.environ.get("SEEDBENCH_ALFWORLD_PARSE_CACHE", "1") == "0":
+    if os.environ.get("SEEDBENCH_ALFWORLD_ENGINE_CACHE", "1") == "0":
         return False
+    import fast_downward
     import textworld.envs.pddl.textgen as textgen
     from textworld.logic import Rule
 
@@ -70,8 +74,23 @@ def enable_parse_cache() -> bool:
             parsed = symbols[key] = parse_symbols(*args, **kwargs)
         return copy.deepcopy(parsed)
 
+    translate = fast_downward.pddl2sas
+    translations: OrderedDict[tuple, tuple] = OrderedDict()
+
+    def cached_translate(domain, problem, *args, **kwargs):
+        digest = hashlib.sha256(f"{domain}\0{problem}".encode()).hexdigest()
+        key = (digest, args, tuple(sorted(kwargs.items())))
+        if key in translations:
+            translations.move_to_end(key)
+            return translations[key]
+        result = translations[key] = translate(domain, problem, *args, **kwargs)
+        while len(translations) > _TRANSLATION_CACHE_SIZE:
+            translations.popitem(last=False)
+        return result
+
     Rule.parse_conjunctive_query = classmethod(cached_parse_query)
     textgen._parse_and_convert = cached_parse_symbols
+    fast_downward.pddl2sas = cached_translate
     _patched = True
     return True
 
@@ -92,39 +111,20 @@ def make_expert_wrapper():
     return MoveAwareAlfredExpert
 
 
-def make_engine(expert: bool = False, parse_cache: bool = True):
+def make_engine(expert: bool = False, caches: bool = True):
     """TextWorld's PDDL env with ALFWorld's wrappers: entity names like "cabinet 1", the game file in the
     state, and (``expert=True``) the handcoded expert's next command in ``state["extra.expert_plan"]``."""
     try:
         import textworld
         from alfworld.agents.environment.alfred_tw_env import AlfredDemangler, AlfredInfos
         from textworld.envs import PddlEnv
-        from textworld.envs.pddl import logic as pddl_logic
     except ImportError as err:
         raise missing_alfworld_error(err) from err
-    if parse_cache:
-        enable_parse_cache()
-
-    class FreshPddlEnv(PddlEnv):
-        _fresh_state = None
-
-        def load(self, *args, **kwargs):
-            super().load(*args, **kwargs)
-            self._fresh_state = self._pddl_state
-
-        def reset(self):
-            fresh, self._fresh_state = self._fresh_state, None
-            if fresh is None:
-                return super().reset()
-            build = pddl_logic.PddlState
-            pddl_logic.PddlState = lambda *args, **kwargs: fresh  # one engine per process: no races
-            try:
-                return super().reset()
-            finally:
-                pddl_logic.PddlState = build
+    if caches:
+        enable_engine_caches()
 
     infos = textworld.EnvInfos(won=True, admissible_commands=True, extras=["gamefile"])
-    env = AlfredInfos(AlfredDemangler(FreshPddlEnv(infos), shuffle=False))
+    env = AlfredInfos(AlfredDemangler(PddlEnv(infos), shuffle=False))
     if expert:
         env = make_expert_wrapper()(env, expert_type="handcoded")
     return env

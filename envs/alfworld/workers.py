@@ -395,7 +395,7 @@ def run_tasks(fn_path: str, next_task: Callable[[], tuple[Any, tuple] | None], n
                     break
                 if workers[w] is None:
                     workers[w] = _Process(ctx, _task_worker, (fn_path,))
-                    workers[w].wait_ready(startup_timeout_s)
+                workers[w].wait_ready(startup_timeout_s)
                 key, args = task
                 workers[w].conn.send(("call", args))
                 running[w] = (key, time.monotonic() + timeout_s)

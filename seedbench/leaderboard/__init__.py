@@ -1,7 +1,7 @@
 """Leaderboards for training methods: data in git, validated and built by the library.
 
     seedbench leaderboard submit RUNS... --method NAME --authors A B [--board KEY] [--paper URL] ...
-    seedbench leaderboard validate [FOLDER...]
+    seedbench leaderboard validate [FOLDER...]   (each action takes --root DIR, default leaderboards/)
     seedbench leaderboard build
 
 See `seedbench.leaderboard.schema` for the layout and docs/leaderboard.md for the submission guide.
@@ -27,10 +27,11 @@ __all__ = ["Board", "BuildError", "Catalogue", "Problem", "SubmitError", "board_
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="seedbench leaderboard", description="Submit, validate and build leaderboards.")
-    parser.add_argument("--root", default="leaderboards", help="leaderboards directory (default: leaderboards/)")
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--root", default="leaderboards", help="leaderboards directory (default: leaderboards/)")
     sub = parser.add_subparsers(dest="action", required=True)
 
-    s = sub.add_parser("submit", help="make a submission folder from finished runs of one agent")
+    s = sub.add_parser("submit", parents=[common], help="make a submission folder from finished runs of one agent")
     s.add_argument("paths", nargs="+", help="run directories or an experiment directory (one env × agent × model)")
     s.add_argument("--board", help="board key (default: the board matching the runs' env, model and budget)")
     s.add_argument("--method", required=True, help="method name as it should appear on the board")
@@ -43,10 +44,10 @@ def _parser() -> argparse.ArgumentParser:
     s.add_argument("--date", help="YYYY-MM-DD for the folder name (default: today)")
     s.add_argument("--overwrite", action="store_true", help="replace an existing folder of the same name")
 
-    v = sub.add_parser("validate", help="check submissions; prints every problem with its field path")
+    v = sub.add_parser("validate", parents=[common], help="check submissions; prints every problem with its field path")
     v.add_argument("paths", nargs="*", help="submission or board folders (default: everything under --root)")
 
-    sub.add_parser("build", help="write README.md, leaderboard.csv and index.html under --root")
+    sub.add_parser("build", parents=[common], help="write README.md, leaderboard.csv and index.html under --root")
     return parser
 
 

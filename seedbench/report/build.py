@@ -178,14 +178,17 @@ def _seed_section(runs: list[Run], opts: ReportOptions, warnings: list[str]) -> 
         blocks = []
         rows = []
         for _, row in sub.iterrows():
-            digits = (lambda v: T.fmt_num(v, 3)) if row["metric"] == "seed/skill_length" else T.fmt_pct
-            rows.append([row["agent"], row["label"], str(row["seeds"]), digits(row["first"]), digits(row["last"]),
-                         digits(row["mean"])])
-            if row["metric"] == "seed/analysis_success_rate" and row["mean"] < T.LOW_ANALYSIS_SUCCESS:
+            digits = T.fmt_pct if row["unit"] == "%" else (lambda v: T.fmt_num(v, 3))
+            rows.append([row["agent"], row["label"], row["unit"], str(row["seeds"]), digits(row["first"]),
+                         digits(row["last"]), digits(row["mean"])])
+            if row["metric"] == "seed/analyzer_sft" and row["mean"] < 1:
+                warnings.append(f"{env} · {model}: `{row['agent']}` ran without the stage-1 analyzer SFT in "
+                                f"{T.fmt_pct(1 - row['mean'], 0)} % of its seeds (SEED_METHOD.md §3)")
+            if row["metric"] == T.ANALYSIS_SUCCESS and row["mean"] < T.LOW_ANALYSIS_SUCCESS:
                 warnings.append(f"{env} · {model}: `{row['agent']}` analysis success rate averaged "
                                 f"{T.fmt_pct(row['mean'])} % over training; most trajectories got no skill")
-        blocks.append(Table(["agent", "signal", "seeds", "first", "last", "mean"], rows,
-                            caption="rates in %, skill length in tokens", numeric=[False, False, True, True, True, True]))
+        blocks.append(Table(["agent", "signal", "unit", "seeds", "first", "last", "mean"], rows,
+                            numeric=[False, False, False, True, True, True, True]))
         seed_agents = {a: rs for a, rs in agents.items() if a in set(sub.agent)}
         if opts.plots:
             from seedbench.report import plots
@@ -267,6 +270,10 @@ def build_document(all_runs: list[Run], opts: ReportOptions) -> tuple[Document, 
     if excluded:
         warnings.append(f"{len(excluded)} incomplete run(s) excluded: " + ", ".join(f"`{r.run}`" for r in excluded)
                         + " (use --include-incomplete to aggregate them anyway)")
+    hashes = sorted({str(r.summary.get("git_hash")) for r in used if r.summary.get("git_hash")})
+    if len(hashes) > 1:
+        warnings.append(f"the runs come from {len(hashes)} different git commits ({', '.join(h[:10] for h in hashes)}); "
+                        "see the run manifest")
     if not used:
         raise ValueError(f"none of the {len(all_runs)} runs is complete; pass --include-incomplete to report them")
     doc = Document(opts.title)

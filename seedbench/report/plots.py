@@ -13,7 +13,7 @@ import numpy as np
 
 from seedbench import stats
 from seedbench.report.data import Run
-from seedbench.report.tables import SEED_DIAGNOSTICS, X_AXES, curve, train_curve
+from seedbench.report.tables import SEED_DIAGNOSTICS, X_AXES, curve, diagnostic_metric, train_curve
 
 
 def _pyplot():
@@ -78,8 +78,9 @@ def sample_efficiency(agents: dict[str, list[Run]], split: str, title: str,
 
 def seed_diagnostics(agents: dict[str, list[Run]], title: str, colors: dict[str, str] | None = None) -> bytes | None:
     """SEED's training signals vs trajectories, mean and band over seeds; None if nothing to plot."""
-    metrics = [(m, label) for m, label in SEED_DIAGNOSTICS
-               if any(m in rec for runs in agents.values() for r in runs for rec in r.metrics)]
+    everything = [r for runs in agents.values() for r in runs]
+    metrics = [(m, label) for label, names, _ in SEED_DIAGNOSTICS
+               if (m := diagnostic_metric(everything, names)) is not None]
     if not metrics:
         return None
     plt = _pyplot()

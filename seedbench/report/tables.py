@@ -25,14 +25,18 @@ from seedbench import stats
 from seedbench.report.data import Run
 
 X_AXES = {"trajectories": "trajectories", "env_steps": "env steps", "generated_tokens": "generated tokens"}
+# (label, metric names in order of preference, unit). Two names where the trainer and the run-directory
+# contract spell a signal differently; the first one a run logs is used.
 SEED_DIAGNOSTICS = (
-    ("seed/analysis_success_rate", "analysis success"),
-    ("seed/gate_mean", "gate mean"),
-    ("seed/gate_frac_above_half", "gate > 0.5"),
-    ("seed/teacher_gap_mean", "teacher gap"),
-    ("seed/opd_active_ratio", "OPD-active tokens"),
-    ("seed/skill_length", "skill length"),
+    ("analysis success", ("seed/analysis_success_rate",), "%"),
+    ("gate mean", ("seed/gate_mean",), "%"),
+    ("gate > 0.5", ("seed/gate_frac_above_half", "seed/gate_open_frac"), "%"),
+    ("teacher gap", ("seed/teacher_gap_mean",), "nats"),
+    ("OPD-active tokens", ("seed/opd_active_ratio",), "%"),
+    ("skill length", ("seed/skill_length", "seed/skill_tokens_mean"), "tokens"),
+    ("analyzer SFT done", ("seed/analyzer_sft",), "%"),
 )
+ANALYSIS_SUCCESS = "seed/analysis_success_rate"
 LOW_ANALYSIS_SUCCESS = 0.5  # below this, SEED is mostly GRPO (SEED_METHOD.md §5.2)
 
 
@@ -290,6 +294,14 @@ def sample_efficiency_table(runs: Sequence[Run], thresholds: Sequence[float] = (
     return pd.DataFrame(rows)
 
 
+def diagnostic_metric(runs: Sequence[Run], names: Sequence[str]) -> str | None:
+    """The first of ``names`` that any of ``runs`` logs."""
+    for name in names:
+        if any(name in rec for r in runs for rec in r.metrics):
+            return name
+    return None
+
+
 def seed_diagnostics_table(runs: Sequence[Run]):
     """SEED's own health signals per (env, model, agent): first, last and mean over training, averaged
     over seeds. Only agents that log ``seed/`` metrics appear."""
@@ -298,11 +310,9 @@ def seed_diagnostics_table(runs: Sequence[Run]):
     rows = []
     for (env, model), agents in group_runs(runs).items():
         for agent, agent_runs in agents.items():
-            present = [m for m, _ in SEED_DIAGNOSTICS if any(m in rec for r in agent_runs for rec in r.metrics)]
-            if not present:
-                continue
-            for metric, label in SEED_DIAGNOSTICS:
-                if metric not in present:
+            for label, names, unit in SEED_DIAGNOSTICS:
+                metric = diagnostic_metric(agent_runs, names)
+                if metric is None:
                     continue
                 firsts, lasts, means = [], [], []
                 for run in agent_runs:
@@ -312,27 +322,34 @@ def seed_diagnostics_table(runs: Sequence[Run]):
                         lasts.append(values[-1])
                         means.append(float(np.mean(values)))
                 rows.append({"env": env, "model": model, "agent": agent, "metric": metric, "label": label,
-                             "seeds": len(means), "first": float(np.mean(firsts)) if firsts else math.nan,
+                             "unit": unit, "seeds": len(means), "first": float(np.mean(firsts)) if firsts else math.nan,
                              "last": float(np.mean(lasts)) if lasts else math.nan,
                              "mean": float(np.mean(means)) if means else math.nan})
     return pd.DataFrame(rows)
+
+
+def _skill_fields(record: dict[str, Any]) -> tuple[bool, str, str, Any]:
+    """(parsed, skill, summary, task id) of a skills.jsonl record, in either spelling the trainer uses."""
+    parsed = record.get("parsed", record.get("ok"))
+    skill = record.get("skill") or record.get("episode_skill") or ""
+    summary = record.get("summary") or record.get("episode_summary") or ""
+    return bool(parsed), str(skill).strip(), str(summary).strip(), record.get("task_id", record.get("task"))
 
 
 def example_skills(runs: Sequence[Run], per_outcome: int = 2) -> list[dict[str, Any]]:
     """A few parsed skills from the last analysed iteration of the lowest seed, successes and failures."""
     examples = []
     for run in sorted(runs, key=lambda r: r.seed):
-        skills = [s for s in run.skills() if s.get("parsed") and str(s.get("skill", "")).strip()]
+        skills = [s for s in run.skills() if _skill_fields(s)[0] and _skill_fields(s)[1]]
         if not skills:
             continue
         last = max(int(s.get("iteration", 0)) for s in skills)
         latest = [s for s in skills if int(s.get("iteration", 0)) == last]
         for won in (True, False):
-            chosen = [s for s in latest if bool(s.get("won")) is won][:per_outcome]
-            for s in chosen:
+            for s in [s for s in latest if bool(s.get("won")) is won][:per_outcome]:
+                _, skill, summary, task = _skill_fields(s)
                 examples.append({"run": run.run, "seed": run.seed, "iteration": last, "won": won,
-                                 "task_id": s.get("task_id"), "skill": str(s["skill"]).strip(),
-                                 "summary": str(s.get("summary", "")).strip()})
+                                 "task_id": task, "skill": skill, "summary": summary})
         break
     return examples
 

@@ -1,0 +1,90 @@
+"""Peak memory of a default CPU run: ``seedbench run`` with the default config, in a child process.
+
+    python benchmarks/peak_memory.py [--quick] [--python PY] [--out benchmarks/results/peak_memory.json]
+                                     [-- extra seedbench run arguments]
+
+The peak resident set size of the run's whole process tree is sampled every 0.1 s (psutil) and also
+read from the kernel's ``ru_maxrss`` of the child (the largest single process). ``--quick`` shortens
+the run (1 iteration, 1 eval task per split, 4 steps per episode) without changing the model, batch
+sizes or sequence lengths that set the peak; the overrides used are recorded. ``--python`` runs the
+training under another interpreter (e.g. the vLLM virtual environment, with ``-- --engine vllm`` once
+the trainer has the flag).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+QUICK = ["--iterations", "1", "--set", "eval.num_tasks=1", "rollout.max_steps=4"]
+
+
+def tree_rss(process) -> int:
+    import psutil
+
+    total = 0
+    for proc in [process, *process.children(recursive=True)]:
+        try:
+            total += proc.memory_info().rss
+        except psutil.Error:
+            pass
+    return total
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    extra = argv[argv.index("--") + 1 :] if "--" in argv else []
+    argv = argv[: argv.index("--")] if "--" in argv else argv
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--python", default=sys.executable)
+    parser.add_argument("--out", default="benchmarks/results/peak_memory.json")
+    args = parser.parse_args(argv)
+
+    import psutil
+
+    with tempfile.TemporaryDirectory(prefix="seedbench-peak-") as tmp:
+        command = [args.python, "-m", "seedbench", "run", "--output", str(Path(tmp) / "run"),
+                   *(QUICK if args.quick else []), *extra]
+        print("peak_memory:", " ".join(command), flush=True)
+        t0 = time.perf_counter()
+        child = subprocess.Popen(command)
+        process = psutil.Process(child.pid)
+        peak = 0
+        while child.poll() is None:
+            try:
+                peak = max(peak, tree_rss(process))
+            except psutil.Error:
+                pass
+            time.sleep(0.1)
+        wall = time.perf_counter() - t0
+        maxrss_kib = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+        metrics = Path(tmp, "run", "metrics.jsonl")
+        iterations = [json.loads(line) for line in metrics.read_text().splitlines()] if metrics.exists() else []
+    record = {
+        "benchmark": "peak_memory", "command": " ".join(["benchmarks/peak_memory.py", *sys.argv[1:]]),
+        "run_command": " ".join(command[1:]), "returncode": child.returncode, "wall_s": wall,
+        "peak_rss_tree_gib": peak / 2**30, "max_rss_single_process_gib": maxrss_kib / 2**20,
+        "iterations": len(iterations),
+        "iteration_s": [r.get("time/iteration_s") for r in iterations],
+        "machine": {"cpus": psutil.cpu_count(), "memory_gib": psutil.virtual_memory().total / 2**30,
+                    "platform": platform.platform()},
+    }
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(record, indent=2) + "\n")
+    print(f"peak_memory: peak RSS {record['peak_rss_tree_gib']:.2f} GiB (process tree), "
+          f"{record['max_rss_single_process_gib']:.2f} GiB (largest process), wall {wall:.0f} s, "
+          f"exit {child.returncode}; wrote {out}")
+    return 0 if child.returncode == 0 else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
