@@ -104,11 +104,13 @@ def run_episodes(
     max_steps: int,
     episode_prefix: str = "",
     progress: Any = None,
+    transform_prompt: Callable[[Trajectory, str], str] | None = None,
 ) -> tuple[list[Trajectory], RolloutStats]:
     """Play `group_size` episodes of each task, lock-step over env steps but done-aware.
 
     `envs` must hold at least ``len(tasks) * group_size`` instances; `env_spec` is any instance of the
-    env class (for its `instruction`)."""
+    env class (for its `instruction`). `transform_prompt(trajectory, user_content)` lets an agent change
+    the acting prompt (e.g. put a skill in it); the transformed text is what gets recorded and trained on."""
     stats = RolloutStats()
     trajectories: list[Trajectory] = []
     observations: list[str] = []
@@ -141,6 +143,8 @@ def run_episodes(
             )
             for i in active
         ]
+        if transform_prompt is not None:
+            contents = [transform_prompt(trajectories[i], content) for i, content in zip(active, contents)]
         prompt_ids = [render_prompt(tokenizer, content) for content in contents]
         t0 = time.perf_counter()
         generations = engine.generate(prompt_ids, params)

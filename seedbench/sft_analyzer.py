@@ -24,6 +24,7 @@ from __future__ import annotations
 import argparse
 import json
 import random
+import shutil
 import sys
 import time
 from pathlib import Path
@@ -239,11 +240,17 @@ def _fine_tune(policy: Any, train_rows: list[dict], val_rows: list[dict], args: 
     trainer = SFTTrainer(model=policy.model, args=config, train_dataset=Dataset.from_list(train_rows),
                          eval_dataset=Dataset.from_list(val_rows) if val_rows else None,
                          processing_class=policy.tokenizer)
+    from transformers.trainer_callback import PrinterCallback
+
+    trainer.remove_callback(PrinterCallback)  # the per-step log goes to sft_log.jsonl, not the console
     before = trainer.evaluate()["eval_loss"] if val_rows else None
     result = trainer.train()
     after = trainer.evaluate()["eval_loss"] if val_rows else None
     policy.model.eval()
-    log = [r for r in trainer.state.log_history]
-    (out / "sft_log.jsonl").write_text("".join(json.dumps(r) + "\n" for r in log))
+    (out / "sft_log.jsonl").write_text("".join(json.dumps(r) + "\n" for r in trainer.state.log_history))
+    shutil.rmtree(work, ignore_errors=True)  # save_strategy="no": nothing in it worth keeping
+    print(f"seedbench: analyzer SFT: {len(train_rows)} train / {len(val_rows)} val examples, "
+          f"{trainer.state.global_step} steps, train loss {result.training_loss:.4f}"
+          + (f", val loss {before:.4f} -> {after:.4f}" if val_rows else ""), flush=True)
     return {"train_loss": float(result.training_loss), "val_loss_before": before, "val_loss_after": after,
             "sft_steps": int(trainer.state.global_step)}

@@ -180,7 +180,8 @@ class Trainer:
             trajectories, rstats = run_episodes(
                 self.train_envs, self.env, self.engine, self.policy.tokenizer, tasks,
                 group_size=cfg.rollout.group_size, params=self.sampling, history_length=self.history_length,
-                max_steps=self.max_steps, episode_prefix=f"it{iteration}-", progress=bar)
+                max_steps=self.max_steps, episode_prefix=f"it{iteration}-", progress=bar,
+                transform_prompt=getattr(self.agent, "transform_prompt", None))
         kept = [t for t in trajectories if not t.dropped]
         rewards = episode_rewards(kept, cfg.rollout.reward)
         t_prepare = time.perf_counter()
@@ -242,9 +243,12 @@ class Trainer:
         policy.model.train()
         order = list(range(len(samples)))
         rng = random.Random(self.config.seed * 1_000_003 + self.counters["iteration"])
+        num_updates = cfg.ppo_epochs * ((len(order) + cfg.mini_batch_size - 1) // cfg.mini_batch_size)
+        bar = progress_bar(total=num_updates, desc="update", unit="minibatch")
         for _ in range(cfg.ppo_epochs):
             rng.shuffle(order)
             for start in range(0, len(order), cfg.mini_batch_size):
+                bar.update(1)
                 mini = order[start : start + cfg.mini_batch_size]
                 tokens = sum(len(responses[i]) for i in mini)
                 if tokens == 0:
@@ -263,6 +267,7 @@ class Trainer:
                 totals["train/optimizer_steps"] = totals.get("train/optimizer_steps", 0.0) + 1
                 self.optimizer.step()
                 token_total += tokens
+        bar.close()
         steps = max(totals.pop("train/optimizer_steps", 0.0), 1.0)
         out = {"train/grad_norm": totals.pop("train/grad_norm_sum", 0.0) / steps,
                "train/samples": len(samples), "train/response_tokens": token_total}
@@ -308,7 +313,8 @@ class Trainer:
                     trajectories, _ = run_episodes(
                         self.eval_envs, self.env, self.engine, self.policy.tokenizer, tasks, group_size=1,
                         params=params, history_length=self.history_length, max_steps=self.max_steps,
-                        episode_prefix=f"eval{self.counters['iteration']}-{split}-", progress=bar)
+                        episode_prefix=f"eval{self.counters['iteration']}-{split}-", progress=bar,
+                        transform_prompt=getattr(self.agent, "transform_prompt", None))
                 table = success_table([t for t in trajectories if not t.dropped])
                 record = {
                     "iteration": self.counters["iteration"], "trajectories": self.counters["trajectories"],

@@ -1,0 +1,50 @@
+"""Policy loading options and the built-in non-learning agents."""
+
+import torch
+
+from seedbench.config import ModelConfig, build_config
+from seedbench.evaluate import evaluate_agent
+from seedbench.policy import load_policy, save_policy
+
+
+def test_lora_policy_trains_only_adapters_and_reference_is_the_base(tmp_path):
+    policy = load_policy(ModelConfig(name="tiny", lora_rank=4))
+    trainable = [n for n, p in policy.model.named_parameters() if p.requires_grad]
+    assert trainable and all("lora" in n for n in trainable)
+    ids = torch.tensor([[3, 10, 11, 12]])
+    with torch.no_grad():
+        for name, param in policy.model.named_parameters():
+            if "lora_B" in name:
+                param.add_(0.5)
+        with policy.reference() as ref:
+            ref_logits = ref(input_ids=ids).logits
+        logits = policy.model(input_ids=ids).logits
+    assert not torch.allclose(ref_logits, logits)
+    save_policy(policy, tmp_path / "merged")
+    reloaded = load_policy(ModelConfig(name=str(tmp_path / "merged")), need_reference=False)
+    with torch.no_grad():
+        assert torch.allclose(reloaded.model(input_ids=ids).logits, logits, atol=1e-4)
+
+
+def test_full_finetune_reference_is_a_frozen_copy():
+    policy = load_policy(ModelConfig(name="tiny"))
+    assert policy.ref_model is not policy.model
+    assert not any(p.requires_grad for p in policy.ref_model.parameters())
+
+
+def test_scripted_agent_solves_sokoban_and_random_does_worse():
+    scripted = evaluate_agent("scripted", "sokoban", episodes=12)
+    random_agent = evaluate_agent("random", "sokoban", episodes=12)
+    assert scripted["success_micro"] == 1.0
+    assert random_agent["success_micro"] < 1.0
+
+
+def test_trained_run_directory_evaluates(tmp_path):
+    from seedbench.trainer import train
+
+    out = train(build_config(overrides={"env": "choice", "model": {"name": "tiny"}, "iterations": 1,
+                                         "output": str(tmp_path / "run"), "eval": {"num_tasks": 4},
+                                         "rollout": {"max_new_tokens": 3, "tasks_per_batch": 2, "group_size": 2}}))
+    for agent in (out, out / "final_model"):
+        result = evaluate_agent(str(agent), "choice", episodes=4, max_new_tokens=3)
+        assert result["num_tasks"] == 4 and 0.0 <= result["success_micro"] <= 1.0
