@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Callable
 
 
 class CLIError(Exception):
@@ -98,13 +97,20 @@ def cmd_agents(args) -> int:
     return 0
 
 
-def _delegate(target: str) -> Callable:
-    def run(args) -> int:
-        from seedbench.registry import load_object
+DELEGATED = {
+    "data": ("seedbench.data_cli:main", "generate env data (e.g. `seedbench data alfworld`)"),
+    "sft-analyzer": ("seedbench.sft_analyzer:main", "SEED stage 1: analyzer SFT"),
+    "experiment": ("seedbench.experiment:main", "run an experiment spec (envs × agents × seeds)"),
+    "report": ("seedbench.report:main", "build a report from runs or an experiment directory"),
+    "leaderboard": ("seedbench.leaderboard:main", "submit | validate | build leaderboards"),
+}
+"""Subcommands with their own argparse parser; their arguments are passed through untouched."""
 
-        return int(load_object(target)(args.rest) or 0)
 
-    return run
+def _run_delegated(name: str, argv: list[str]) -> int:
+    from seedbench.registry import load_object
+
+    return int(load_object(DELEGATED[name][0])(argv) or 0)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -138,16 +144,8 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_parser("envs", help="list registered environments").set_defaults(func=cmd_envs)
     sub.add_parser("agents", help="list registered agents").set_defaults(func=cmd_agents)
 
-    for name, target, help_text in (
-        ("data", "seedbench.data_cli:main", "generate env data (e.g. `seedbench data alfworld`)"),
-        ("sft-analyzer", "seedbench.sft_analyzer:main", "SEED stage 1: analyzer SFT"),
-        ("experiment", "seedbench.experiment:main", "run an experiment spec (envs × agents × seeds)"),
-        ("report", "seedbench.report:main", "build a report from runs or an experiment directory"),
-        ("leaderboard", "seedbench.leaderboard:main", "submit | validate | build leaderboards"),
-    ):
-        p = sub.add_parser(name, help=help_text, add_help=False)
-        p.add_argument("rest", nargs=argparse.REMAINDER)
-        p.set_defaults(func=_delegate(target))
+    for name, (_, help_text) in DELEGATED.items():
+        sub.add_parser(name, help=help_text, add_help=False)  # listed in --help; parsed by the target
     return parser
 
 
@@ -155,8 +153,11 @@ def main(argv: list[str] | None = None) -> int:
     from seedbench.config import ConfigError
     from seedbench.registry import UnknownNameError
 
-    args = build_parser().parse_args(argv)
+    argv = list(sys.argv[1:] if argv is None else argv)
     try:
+        if argv and argv[0] in DELEGATED:
+            return _run_delegated(argv[0], argv[1:])
+        args = build_parser().parse_args(argv)
         return args.func(args)
     except (CLIError, ConfigError, UnknownNameError, FileNotFoundError, ImportError) as err:
         print(f"seedbench: error: {err}", file=sys.stderr)

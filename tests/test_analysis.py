@@ -1,0 +1,95 @@
+"""The analyzer prompt (SEED_METHOD §4) and the lenient parsing of its JSON answer."""
+
+import pytest
+
+from seedbench.agents.analysis import (SCHEMA, Analysis, EpisodeStep, build_analyzer_content, fit_analyzer_content,
+                                       parse_analysis)
+from seedbench.agents.skill_library import SkillEntry, SkillLibrary
+
+STEPS = [EpisodeStep("room A", "<think>go</think><action>up</action>", True),
+         EpisodeStep("room B", "I will dance", False)]
+
+
+@pytest.mark.parametrize("text", [
+    '{"episode_summary": "went up", "episode_skill": "Push up first."}',
+    'Sure! Here it is:\n```json\n{"episode_summary": "went up", "episode_skill": "Push up first."}\n```\nDone.',
+    '{"episode_summary": "went up", "episode_skill": "Push up first.",}',
+    "{'episode_summary': 'went up', 'episode_skill': 'Push up first.'}",
+    '<think>the agent {maybe} failed</think>{"episode_summary": "went up", "episode_skill": "Push up first."}',
+    '```\n{"Episode_Summary": "went up",\n "EPISODE_SKILL": "Push up first.",\n}\n```',
+])
+def test_lenient_parsing_accepts_common_answer_shapes(text):
+    assert parse_analysis(text) == Analysis("went up", "Push up first.")
+
+
+def test_braces_inside_strings_do_not_break_parsing():
+    text = '{"episode_summary": "saw {x}", "episode_skill": "Avoid the } trap, then go left."}'
+    assert parse_analysis(text).skill == "Avoid the } trap, then go left."
+
+
+def test_list_valued_skill_is_joined_and_whitespace_normalised():
+    text = '{"episode_summary": "s", "episode_skill": ["Do A.", "  Then\\n B. "]}'
+    assert parse_analysis(text).skill == "Do A.; Then B."
+
+
+@pytest.mark.parametrize("text", [
+    None, "", "no json here", '{"episode_summary": "s", "episode_skill": ""}', '{"episode_summary": "s"}',
+    '{"episode_summary": "s", "episode_skill": "cut off', "[1, 2, 3]", '{"episode_skill": null}',
+])
+def test_failed_or_empty_analyses_give_none(text):
+    assert parse_analysis(text) is None
+
+
+def test_later_candidate_is_used_when_the_first_object_has_no_skill():
+    text = 'schema: {"episode_summary": "<...>"} answer: {"episode_summary": "a", "episode_skill": "b"}'
+    assert parse_analysis(text) == Analysis("a", "b")
+
+
+def test_canonical_json_round_trips():
+    analysis = Analysis("sum \"q\"", "skill, with commas")
+    assert parse_analysis(analysis.to_json()) == analysis
+
+
+def test_prompt_has_instruction_schema_outcome_and_every_step_in_order():
+    text = build_analyzer_content("push the box", False, STEPS)
+    parts = ["return only a JSON object", "workflow", "avoidance rules", SCHEMA, "Task: push the box",
+             "episode_success: failure", "Step 1", "Observation: room A", "Response: <think>go</think><action>up</action>",
+             "Action valid: true", "Step 2", "Observation: room B", "Response: I will dance", "Action valid: false"]
+    positions = [text.index(p) for p in parts]
+    assert positions == sorted(positions)
+    assert "episode_success: success" in build_analyzer_content("t", True, STEPS)
+    assert "Your task is to: " not in text  # the skill inserter must never mistake it for an acting prompt
+
+
+def test_long_episodes_lose_their_oldest_steps_first():
+    steps = [EpisodeStep(f"obs{i} " + "x " * 50, f"resp{i}", True) for i in range(10)]
+
+    def count(text):
+        return len(text.split())
+
+    full = build_analyzer_content("t", True, steps)
+    fitted = fit_analyzer_content("t", True, steps, count, max_tokens=count(full) // 2)
+    assert count(fitted) <= count(full) // 2
+    assert "obs9" in fitted and "obs0" not in fitted and "Step 10" in fitted
+    assert "(Steps 1-" in fitted
+    assert fit_analyzer_content("t", True, steps, count, max_tokens=None) == full
+    tiny = fit_analyzer_content("t", True, steps, count, max_tokens=1)
+    assert "obs9" in tiny and "obs8" not in tiny  # the last step always stays
+
+
+def test_skill_library_retrieves_by_task_and_first_observation(tmp_path):
+    library = SkillLibrary([
+        SkillEntry("go left twice", "push the box", "# # #\n# P X _ #", won=True, source="a"),
+        SkillEntry("never push into corners", "push the box", "# # #\n# P X _ #", won=False, source="b"),
+        SkillEntry("climb the tree", "find the apple", "a garden with a tree", won=True, source="c"),
+    ])
+    assert library.retrieve("find the apple", "a garden with a big tree")[0].source == "c"
+    assert library.retrieve("push the box", "# # #\n# P X _ #", won=False)[0].source == "b"
+    assert library.retrieve("push the box", "# # #\n# P X _ #", won=True)[0].source == "a"
+    path = tmp_path / "lib.jsonl"
+    path.write_text('{"task_text": "t", "episode_skill": "s1", "won": true}\n{"ok": false, "episode_skill": null}\n'
+                    'torn line\n{"task_text": "u", "skill": "s2"}\n')
+    loaded = SkillLibrary.load(path)
+    assert [e.skill for e in loaded.entries] == ["s1", "s2"]
+    with pytest.raises(FileNotFoundError):
+        SkillLibrary.load(tmp_path / "missing.jsonl")
