@@ -51,21 +51,31 @@ def _run_overrides(args) -> dict:
 def cmd_run(args) -> int:
     from seedbench.config import build_config
 
-    seeds = args.seeds or [None]
-    for seed in seeds:
-        overrides = _run_overrides(args)
-        if seed is not None:
-            overrides["seed"] = seed
-            if args.output and len(seeds) > 1:
-                overrides["output"] = f"{args.output}/s{seed}"
-        config = build_config(args.config, overrides)
-        if isinstance(args.resume, str):
-            config.output = args.resume
-        from seedbench.trainer import train
+    if args.seeds and len(args.seeds) > 1:
+        return _run_seeds_as_experiment(args)
+    overrides = _run_overrides(args)
+    if args.seeds:
+        overrides["seed"] = args.seeds[0]
+    config = build_config(args.config, overrides)
+    if isinstance(args.resume, str):
+        config.output = args.resume
+    from seedbench.trainer import train
 
-        path = train(config, resume=args.resume is not None)
-        print(f"seedbench: run complete: {path}")
+    path = train(config, resume=args.resume is not None)
+    print(f"seedbench: run complete: {path}")
     return 0
+
+
+def _run_seeds_as_experiment(args) -> int:
+    """`run --seeds 0 1 2` is a one-env, one-agent experiment: same skip/resume and executors."""
+    argv = ["--env", args.env or "sokoban", "--agent", args.agent or "grpo", "--seeds", *map(str, args.seeds),
+            "--model", args.model or "smollm2-135m"]
+    for flag, value in (("--iterations", args.iterations), ("--config", args.config), ("--output", args.output)):
+        if value is not None:
+            argv += [flag, str(value)]
+    if args.set:
+        argv += ["--set", *args.set]
+    return _run_delegated("experiment", argv)
 
 
 def cmd_eval(args) -> int:
