@@ -37,10 +37,10 @@ def agent_prompts(tokenizer, count: int, seed: int = 0) -> list[list[int]]:
     return prompts
 
 
-def timed(engine, prompts, params) -> tuple[float, int]:
+def timed(engine, prompts, params) -> tuple[float, list]:
     t0 = time.perf_counter()
     generations = engine.generate(prompts, params)
-    return time.perf_counter() - t0, sum(len(g.token_ids) for g in generations)
+    return time.perf_counter() - t0, generations
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -52,6 +52,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--max-new-tokens", type=int, default=64)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--engines", default="hf,vllm")
+    parser.add_argument("--greedy-prompts", type=int, default=4, help="prompts compared greedily across engines")
     parser.add_argument("--out", default="benchmarks/results/engine_speed.json")
     args = parser.parse_args(argv)
 
@@ -60,7 +61,7 @@ def main(argv: list[str] | None = None) -> int:
     from seedbench.config import ModelConfig
     from seedbench.engines import vllm_importable
     from seedbench.generation import HFEngine, SamplingParams
-    from seedbench.logprob_check import check_engine
+    from seedbench.logprob_check import compare_logprobs, recompute_logprobs
     from seedbench.policy import load_policy
 
     names = [n for n in args.engines.split(",") if n]
@@ -87,9 +88,8 @@ def main(argv: list[str] | None = None) -> int:
     hf = HFEngine(policy.model, tok, policy.device, batch_size=args.batch, dtype=policy.compute_dtype)
     engines["hf"] = hf
     timed(hf, prompts[:2], SamplingParams(max_new_tokens=4))  # warm-up
-    greedy_out = {"hf": [g.token_ids for g in hf.generate(prompts, greedy)]}
-    seconds, tokens = timed(hf, prompts, params)
-    record["engines"]["hf_before_vllm"] = {"seconds": seconds, "tokens": tokens, "tokens_per_s": tokens / seconds}
+    few = prompts[: args.greedy_prompts]
+    greedy_out = {"hf": [g.token_ids for g in hf.generate(few, greedy)]}
 
     if "vllm" in names:
         import vllm
@@ -106,31 +106,40 @@ def main(argv: list[str] | None = None) -> int:
             engine.sync_weights()
             syncs.append(time.perf_counter() - t0)
         engines["vllm"] = engine
-        greedy_out["vllm"] = [g.token_ids for g in engine.generate(prompts, greedy)]
+        greedy_out["vllm"] = [g.token_ids for g in engine.generate(few, greedy)]
         record["versions"]["vllm"] = vllm.__version__
         record["vllm_startup_s"] = startup
         record["vllm_sync_weights_s"] = sum(syncs) / len(syncs)
         same = sum(a == b for a, b in zip(greedy_out["hf"], greedy_out["vllm"]))
-        record["greedy_identical_fraction"] = same / len(prompts)
+        record["greedy_identical_fraction"] = same / len(few)
+        record["greedy_prompts"] = len(few)
 
     totals = {name: [0.0, 0] for name in engines}
+    last: dict = {}
     for _ in range(args.repeats):
         for name, engine in engines.items():
-            seconds, tokens = timed(engine, prompts, params)
+            seconds, generations = timed(engine, prompts, params)
             totals[name][0] += seconds
-            totals[name][1] += tokens
+            totals[name][1] += sum(len(g.token_ids) for g in generations)
+            last[name] = generations
     for name, (seconds, tokens) in totals.items():
-        check = check_engine(engines[name], policy.model, tok, prompts, params, policy.device, autocast=policy.autocast())
+        # The trainer's recomputation (its autocast dtype) of the last timed batch's sampled tokens.
+        kept = [g for g in last[name] if g.token_ids]
+        recomputed = recompute_logprobs(policy.model, [p for p, g in zip(prompts, last[name]) if g.token_ids],
+                                        [g.token_ids for g in kept], tok.pad_token_id, policy.device,
+                                        autocast=policy.autocast())
+        check = compare_logprobs([g.logprobs for g in kept], recomputed)
         record["engines"][name] = {"seconds": seconds, "tokens": tokens, "tokens_per_s": tokens / seconds,
                                    "logprob_abs_diff": check.mean_abs_diff, "logprob_abs_diff_max": check.max_abs_diff,
                                    "logprob_flagged": check.flagged}
         print(f"{name:>5}: {tokens / seconds:8.1f} tokens/s ({tokens} tokens in {seconds:.1f} s); "
-              f"log-prob |Δ| vs trainer {check.mean_abs_diff:.4f} (max {check.max_abs_diff:.3f})")
+              f"log-prob |Δ| vs trainer {check.mean_abs_diff:.2e} (max {check.max_abs_diff:.2e})", flush=True)
     if "vllm" in engines:
         ratio = record["engines"]["vllm"]["tokens_per_s"] / record["engines"]["hf"]["tokens_per_s"]
         record["ratio_vllm_over_hf_tokens_per_s"] = ratio
         print(f"ratio vllm/hf tokens/s: {ratio:.2f}x   vLLM start-up {record['vllm_startup_s']:.1f} s, "
-              f"weight sync {record['vllm_sync_weights_s']:.3f} s, greedy identical {record['greedy_identical_fraction']:.0%}")
+              f"weight sync {record['vllm_sync_weights_s']:.3f} s, greedy identical "
+              f"{record['greedy_identical_fraction']:.0%} of {len(few)}")
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(record, indent=2) + "\n")

@@ -19,7 +19,8 @@ the step cap); ``alfworld-sized`` is a stand-in with ALFWorld's shape: long obse
 admissible actions, episode lengths spread uniformly over 3..max_steps (fixed per task seed, so every
 schedule sees the same lengths) and a per-step latency (``--env-latency-ms``, default 20 ms, a
 TextWorld step's order of magnitude) spent outside the GIL, as an env in a worker process would.
-Ratios are from this one run; all schedules run back to back under the same load.
+Ratios are from this one run: the schedules run interleaved, ``--repeats`` times each, and rates are
+totals over the repeats.
 """
 
 from __future__ import annotations
@@ -48,8 +49,8 @@ class AlfworldSizedEnv:
     max_steps = 30
     splits = ("train",)
 
-    def __init__(self, max_steps: int = 30, latency_s: float = 0.02):
-        self.max_steps, self.latency_s = max_steps, latency_s
+    def __init__(self, max_steps: int = 30, latency_s: float = 0.02, index: int = 0):
+        self.max_steps, self.latency_s, self.index = max_steps, latency_s, index
         self.rng = np.random.default_rng(0)
         self.length, self.t = 1, 0
 
@@ -71,7 +72,8 @@ class AlfworldSizedEnv:
                 "admissible_actions": actions, "won": False, "action_valid": True}
 
     def reset(self, seed=None, options=None):
-        self.rng = np.random.default_rng(seed)
+        self.rng = np.random.default_rng([seed, self.index])
+        # Group members share the task but not the length (as when some solve it sooner).
         self.length, self.t = int(self.rng.integers(3, self.max_steps + 1)), 0
         time.sleep(self.latency_s)
         return self._observation(), {**self._info(), "task_id": f"alfsized-{seed}"}
@@ -112,7 +114,8 @@ def make_envs(name: str, count: int, max_steps: int, latency_s: float):
 
     if name == "sokoban":
         return LocalEnvs(lambda: make_env("sokoban", max_steps=max_steps), count)
-    return LocalEnvs(lambda: AlfworldSizedEnv(max_steps=max_steps, latency_s=latency_s), count)
+    indices = iter(range(count))
+    return LocalEnvs(lambda: AlfworldSizedEnv(max_steps=max_steps, latency_s=latency_s, index=next(indices)), count)
 
 
 def play(schedule: str, env_name: str, engine, policy, args) -> dict:
@@ -138,12 +141,25 @@ def play(schedule: str, env_name: str, engine, policy, args) -> dict:
         trajectories, stats = rollout.run_episodes(envs, spec, eng, policy.tokenizer, tasks, **kwargs)
     wall = time.perf_counter() - t0
     envs.close()
+    wasted = eng.padded_tokens if schedule == "masked" else 0
     lengths = [len(t.steps) for t in trajectories]
     return {"wall_s": wall, "env_steps": stats.env_steps, "tokens": stats.generated_tokens,
             "env_steps_per_s": stats.env_steps / wall, "tokens_per_s": stats.generated_tokens / wall,
             "generation_s": stats.generation_time_s, "env_wait_s": stats.env_time_s,
-            "episode_length_mean": float(np.mean(lengths)), "episode_length_min": min(lengths),
+            "wasted_tokens": wasted, "episode_length_mean": float(np.mean(lengths)), "episode_length_min": min(lengths),
             "episode_length_max": max(lengths)}
+
+
+def combine(runs: list[dict]) -> dict:
+    """Totals over repeated runs of one schedule, rates from the totals."""
+    keys = ("wall_s", "env_steps", "tokens", "wasted_tokens", "generation_s", "env_wait_s")
+    total = {key: sum(r[key] for r in runs) for key in keys}
+    return {**total, "repeats": len(runs), "env_steps_per_s": total["env_steps"] / total["wall_s"],
+            "tokens_per_s": total["tokens"] / total["wall_s"],
+            "wall_s_each": [r["wall_s"] for r in runs],
+            "episode_length_mean": float(np.mean([r["episode_length_mean"] for r in runs])),
+            "episode_length_min": min(r["episode_length_min"] for r in runs),
+            "episode_length_max": max(r["episode_length_max"] for r in runs)}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -160,6 +176,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sokoban-steps", type=int, default=8)
     parser.add_argument("--alfworld-steps", type=int, default=16)
     parser.add_argument("--env-latency-ms", type=float, default=20.0)
+    parser.add_argument("--repeats", type=int, default=2)
     parser.add_argument("--out", default="benchmarks/results/rollout_speed.json")
     args = parser.parse_args(argv)
 
@@ -185,14 +202,23 @@ def main(argv: list[str] | None = None) -> int:
     schedules = [s for s in args.schedules.split(",") if s]
     for engine_name in engine_names:
         engine = make_engine(engine_name, policy, config)
+        from seedbench.generation import SamplingParams
+
+        engine.generate([policy.tokenizer("warm up")["input_ids"]] * 2, SamplingParams(max_new_tokens=4))
         for env_name in [e for e in args.envs.split(",") if e]:
+            # Interleaved repeats (masked, lockstep, continuous, masked, ...): load from other processes
+            # then hits every schedule alike; the figures are totals over the repeats.
+            runs: dict[str, list[dict]] = {schedule: [] for schedule in schedules}
+            for _ in range(args.repeats):
+                for schedule in schedules:
+                    runs[schedule].append(play(schedule, env_name, engine, policy, args))
             for schedule in schedules:
-                result = play(schedule, env_name, engine, policy, args)
+                result = combine(runs[schedule])
                 record["results"][f"{env_name}/{engine_name}/{schedule}"] = result
                 print(f"{env_name:>15} {engine_name:>4} {schedule:>10}: {result['env_steps_per_s']:6.2f} steps/s "
                       f"{result['tokens_per_s']:7.1f} tokens/s  wall {result['wall_s']:6.1f} s  "
                       f"(gen {result['generation_s']:.1f} s, env wait {result['env_wait_s']:.1f} s, "
-                      f"length {result['episode_length_mean']:.1f})", flush=True)
+                      f"length {result['episode_length_mean']:.1f}, thrown-away tokens {result['wasted_tokens']})", flush=True)
             results = record["results"]
             for base in ("masked", "lockstep"):
                 key, ref = f"{env_name}/{engine_name}/continuous", f"{env_name}/{engine_name}/{base}"

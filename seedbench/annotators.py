@@ -145,6 +145,8 @@ class HFAnnotator:
         from seedbench.generation import HFEngine
         from seedbench.policy import load_policy
 
+        if self.name.startswith(("/", "./", "../", "~")) and not Path(self.name).expanduser().exists():
+            raise AnnotatorUnavailable(f"annotator model directory {self.name} does not exist; {OFFLINE_HINT}")
         try:
             policy = load_policy(ModelConfig(name=self.name, device=self.device, dtype=self.dtype), need_reference=False)
         except (OSError, ValueError, ConfigError) as err:

@@ -28,7 +28,7 @@ from __future__ import annotations
 import time
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable
 
 from seedbench.generation import Generation, GenerationEngine, SamplingParams
 from seedbench.prompting import HistoryItem, build_user_content, render_prompt
@@ -66,16 +66,19 @@ def run_episodes(
     max_steps: int,
     episode_prefix: str = "",
     progress: Any = None,
+    transform_prompt: Callable[[Trajectory, str], str] | None = None,
     env_threads: int | None = None,
 ) -> tuple[list[Trajectory], RolloutStats]:
     """Play `group_size` episodes of each task, each episode at its own pace (see the module docstring).
 
-    Same arguments and results as `seedbench.rollout.run_episodes`, plus `env_threads`: threads that
+    Same arguments (including `transform_prompt`, an agent's hook on the acting prompt) and results as
+    `seedbench.rollout.run_episodes`, plus `env_threads`: threads that
     step envs (None = one per env, capped at 16, for `LocalEnvs`; a single thread for any other env
     container, whose `step_many` may not be safe to call concurrently; 0 = step in this thread)."""
     if env_threads is None:
         env_threads = min(len(tasks) * group_size, 16) if isinstance(envs, LocalEnvs) else 1
-    runner = _Runner(envs, env_spec, engine, tokenizer, params, history_length, max_steps, progress, env_threads)
+    runner = _Runner(envs, env_spec, engine, tokenizer, params, history_length, max_steps, progress, env_threads,
+                     transform_prompt)
     try:
         return runner.run(tasks, group_size, episode_prefix)
     finally:
@@ -83,7 +86,9 @@ def run_episodes(
 
 
 class _Runner:
-    def __init__(self, envs, env_spec, engine, tokenizer, params, history_length, max_steps, progress, env_threads):
+    def __init__(self, envs, env_spec, engine, tokenizer, params, history_length, max_steps, progress, env_threads,
+                 transform_prompt):
+        self.transform_prompt = transform_prompt
         self.envs, self.env_spec, self.engine, self.tokenizer = envs, env_spec, engine, tokenizer
         self.params, self.history_length, self.max_steps, self.progress = params, history_length, max_steps, progress
         self.instruction = getattr(env_spec, "instruction", "")
@@ -122,6 +127,8 @@ class _Runner:
             history=episode.history, history_length=self.history_length,
             admissible_actions=episode.info.get("admissible_actions"), instruction=self.instruction,
         )
+        if self.transform_prompt is not None:
+            episode.content = self.transform_prompt(episode.traj, episode.content)
         episode.prompt_ids = render_prompt(self.tokenizer, episode.content)
         return episode.prompt_ids
 

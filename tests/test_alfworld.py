@@ -7,7 +7,6 @@ later runs reuse it; ``SEEDBENCH_ALFWORLD_TEST_POOL=<dir>`` points the tests at 
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import random
@@ -38,9 +37,7 @@ def pool(request) -> Path:
     given = os.environ.get("SEEDBENCH_ALFWORLD_TEST_POOL")
     if given:
         return Path(given)
-    sources = b"".join((Path(data.__file__).parent / name).read_bytes() for name in ("data.py", "engine.py"))
-    folder = request.config.cache.mkdir(f"alfworld-pool-{hashlib.sha256(sources).hexdigest()[:12]}")
-    return data.build_test_pool(folder, workers=2)
+    return data.build_test_pool(request.config.cache.mkdir("alfworld"), workers=2)
 
 
 @pytest.fixture(scope="session")

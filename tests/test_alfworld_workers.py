@@ -128,3 +128,15 @@ def test_run_tasks_yields_results_failures_and_timeouts():
     results = dict(run_tasks("tests.test_alfworld_workers:_square", next_task, num_workers=2, timeout_s=3))
     assert {k: v for k, v in results.items() if not isinstance(v, TaskFailure)} == {0: 0, 1: 1, 2: 4, 5: 25}
     assert results[3].kind == "timeout" and results[4].kind == "error" and "four" in results[4].detail
+
+
+def test_calls_from_several_threads_on_different_workers_overlap():
+    from concurrent.futures import ThreadPoolExecutor
+
+    with EnvPool(TROUBLE, num_envs=4, num_workers=2, timeout_s=30) as pool:
+        pool.reset_many([(i, i, None) for i in range(4)])
+        with ThreadPoolExecutor(4) as threads:
+            results = list(threads.map(lambda i: pool.step_many([(i, f"a{i}")])[0], range(4)))
+        assert [r[0].split()[1] for r in results] == ["a0", "a1", "a2", "a3"]
+        pids = {r[0].split()[-1] for r in results}
+        assert len(pids) == 2 and pool.stats.dropped_episodes == 0

@@ -214,3 +214,14 @@ def test_hf_engine_greedy_matches_lockstep():
             for step in traj.steps:
                 assert len(step.sampled_logprobs) == len(step.response_ids)
     assert results[0] == results[1]
+
+
+@pytest.mark.parametrize("engine_cls", [ScriptedEngine, SubmitEngine])
+def test_transform_prompt_is_applied_and_recorded_like_lockstep(engine_cls):
+    def with_skill(traj, content):
+        return content + f"\nskill for {traj.episode_id}"
+
+    expected, _ = play(rollout, ScriptedEngine(), transform_prompt=with_skill)
+    got, _ = play(async_rollout, engine_cls(), transform_prompt=with_skill, env_threads=2)
+    assert summary(got) == summary(expected)
+    assert all(s.user_content.endswith(f"skill for {t.episode_id}") for t in got for s in t.steps)

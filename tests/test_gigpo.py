@@ -81,3 +81,22 @@ def test_one_step_env_step_advantage_equals_episode_advantage():
     grpo = _agent(GRPOAgent, GRPOConfig()).advantages(trajectories, rewards)
     gigpo = _agent(GiGPOAgent, GiGPOConfig()).advantages(trajectories, rewards)
     assert [g.advantage for g in gigpo] == pytest.approx([2 * e.advantage for e in grpo], rel=1e-5)
+
+
+def test_gigpo_learns_the_rewarded_action(tmp_path):
+    from seedbench.config import build_config
+    from seedbench.rundir import read_jsonl
+    from seedbench.trainer import train
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        path = train(build_config(overrides={
+            "env": "choice", "agent": "gigpo", "model": {"name": "tiny"}, "iterations": 15, "output": str(tmp_path / "g"),
+            "rollout": {"max_new_tokens": 3, "tasks_per_batch": 8, "group_size": 8},
+            "optim": {"lr": 0.01, "mini_batch_size": 64, "micro_batch_size": 64},
+            "eval": {"num_tasks": 64, "temperature": 1.0}}))
+    finally:
+        torch.set_num_threads(threads)
+    evals = list(read_jsonl(path / "eval.jsonl"))
+    assert evals[0]["success_micro"] < 0.5 and evals[-1]["success_micro"] >= 0.9

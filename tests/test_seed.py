@@ -199,3 +199,20 @@ def test_every_registered_agent_runs_one_iteration(tmp_path, agent):
         assert "gigpo/anchor_groups" in metrics[0]
     if agent == "skill-prompt":
         assert metrics[0]["train/samples"] == 0
+
+
+def test_act_prompt_inserts_one_library_skill_per_episode(tmp_path, monkeypatch):
+    import seedbench.agents.seed as seed_module
+    from seedbench.rollout import TaskRef, Trajectory
+
+    monkeypatch.setattr(seed_module, "_require_prompt_hook", lambda: None)  # the hook is the trainer's part
+    trainer = Trainer(_config(tmp_path, "skill-prompt", skill_library=str(_library(tmp_path))))
+    agent = trainer.agent
+    assert not agent.needs_reference and trainer.policy.ref_model is None
+    traj = Trajectory(episode_id="e0", group_id=0, task=TaskRef("train", 0), task_text="choose left or right")
+    content = build_user_content(task="choose left or right", observation="You stand at a fork in the road.", step=0,
+                                 history=[], history_length=0)
+    assert agent.act_prompt(traj, "You stand at a fork in the road.", content) == insert_skill(content, SKILL)
+    samples, metrics = agent.prepare([traj], [0.0], 1)
+    assert samples == [] and metrics["seed/act_skill_episodes"] == 1.0  # no training at all
+    trainer.close()

@@ -37,7 +37,9 @@ import json
 import os
 import random
 import shutil
+import signal
 import sys
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -50,6 +52,7 @@ SPLITS = ("train", "valid_seen", "valid_unseen")
 # ALFRED's valid_unseen rooms (one per room type). They cover all six task types.
 DEFAULT_UNSEEN_FLOOR_PLANS = (10, 219, 308, 424)
 DEFAULT_COUNTS = {"train": 600, "valid_seen": 140, "valid_unseen": 134}
+MANIFEST_EVERY_S = 300.0  # snapshot the manifest this often while generating
 
 # Full ALFRED task type -> the short name used in info["task_type"] and in reports.
 TASK_TYPES = {
@@ -378,7 +381,8 @@ def run_expert(game_path: str | Path, max_steps: int, seed: int = 0) -> list[str
             command = state["extra.expert_plan"][0]
             state, _, done = env.step(command)
             walkthrough.append(command)
-        return walkthrough if state["won"] else None
+        # `help` (which the expert picks at random when stuck) changes nothing and is hidden from agents
+        return [c for c in walkthrough if c != "help"] if state["won"] else None
     except Exception:  # the expert raises on its own step cap and on odd states: the game is not kept
         return None
     finally:
@@ -518,7 +522,9 @@ def generate_pool(config: PoolConfig) -> dict[str, Any]:
         return accepted(key) + in_flight[key] < quotas[key] and tried(key) + in_flight[key] < limit
 
     def next_task():
-        for key in sorted(quotas, key=lambda k: (accepted(k) + in_flight[k]) / max(quotas[k], 1)):
+        # evaluation splits first (a usable eval set early), each (split, type) filled in step with the others
+        order = sorted(quotas, key=lambda k: (k[0] == "train", (accepted(k) + in_flight[k]) / max(quotas[k], 1)))
+        for key in order:
             if not wanted(key):
                 continue
             while (key[0], key[1], next_index[key]) in done:
@@ -538,6 +544,7 @@ def generate_pool(config: PoolConfig) -> dict[str, Any]:
                    desc="alfworld games", unit="game", dynamic_ncols=True)
     t0 = time.perf_counter()
     new_candidates = new_solved = 0
+    last_manifest = time.monotonic()
     workers = config.workers or _available_cpus()
     with progress_path.open("a") as log:
         for (key, index), result in run_tasks("seedbench.envs.alfworld.data:build_candidate", next_task,
@@ -559,19 +566,26 @@ def generate_pool(config: PoolConfig) -> dict[str, Any]:
             log.flush()
             if bar is not None and rec["status"] == "ok" and accepted(key) <= quotas[key]:
                 bar.update(1)
+            if time.monotonic() - last_manifest > MANIFEST_EVERY_S:  # a partial pool is usable meanwhile
+                write_manifest(config, done, quotas, plans, time.perf_counter() - t0, new_candidates, new_solved,
+                               complete=False)
+                last_manifest = time.monotonic()
     if bar is not None:
         bar.close()
     elapsed = time.perf_counter() - t0
-    return write_manifest(config, done, quotas, plans, elapsed, new_candidates, new_solved)
+    return write_manifest(config, done, quotas, plans, elapsed, new_candidates, new_solved, complete=True)
 
 
 TEST_POOL_COUNTS = {"train": 6, "valid_seen": 1, "valid_unseen": 1}
 
 
-def build_test_pool(out: str | Path, workers: int = 0) -> Path:
-    """A tiny pool for tests: one train game per task type, one game in each validation split. Resumable,
-    so a second call on the same folder costs nothing."""
-    out = Path(out)
+def build_test_pool(cache_root: str | Path, workers: int = 0) -> Path:
+    """A tiny pool for tests (one train game per task type, one game in each validation split) in a folder
+    of `cache_root` named after the generator's source, so it is rebuilt when the generator changes and
+    reused otherwise (generation is resumable: a second call costs nothing). Returns the pool folder."""
+    here = Path(__file__).parent
+    digest = hashlib.sha256(b"".join((here / name).read_bytes() for name in ("data.py", "engine.py"))).hexdigest()
+    out = Path(cache_root) / f"alfworld-test-pool-{digest[:12]}"
     generate_pool(PoolConfig(out=out, counts=dict(TEST_POOL_COUNTS), seed=0, workers=workers, progress=False))
     return out
 
@@ -597,7 +611,10 @@ def _available_cpus() -> int:
 
 
 def write_manifest(config: PoolConfig, done: dict, quotas: dict, plans: dict, elapsed: float,
-                   new_candidates: int, new_solved: int) -> dict[str, Any]:
+                   new_candidates: int, new_solved: int, complete: bool = True) -> dict[str, Any]:
+    """Write ``manifest.json`` from the progress records: per (split, type) the first `quota` solved
+    candidates by index (so the content does not depend on worker timing). ``complete`` is False for the
+    snapshots written while generation runs; a game's position in its split can still change then."""
     out = Path(config.out)
     games, seen_problems = [], set()
     stats: dict[str, dict[str, int]] = {}
@@ -613,7 +630,8 @@ def write_manifest(config: PoolConfig, done: dict, quotas: dict, plans: dict, el
             if status != "ok":
                 continue
             if kept >= quotas[key] or rec["problem_sha256"] in seen_problems:
-                remove_trial((out / rec["path"]).parent)  # surplus from parallel overshoot
+                if complete:
+                    remove_trial((out / rec["path"]).parent)  # surplus from parallel overshoot
                 continue
             seen_problems.add(rec["problem_sha256"])
             kept += 1
@@ -626,12 +644,11 @@ def write_manifest(config: PoolConfig, done: dict, quotas: dict, plans: dict, el
     games = _interleave_types(games)
     for st in stats.values():
         st["solvable_fraction"] = round(st["solved"] / st["candidates"], 4) if st["candidates"] else None
-    import textworld
-
     manifest = {
         "format": POOL_FORMAT,
+        "complete": complete,  # False: a snapshot taken while generating
         "alfworld_version": _installed_version("alfworld"),
-        "textworld_version": textworld.__version__,
+        "textworld_version": _installed_version("textworld"),
         "seed": config.seed,
         "max_expert_steps": config.max_expert_steps,
         "timeout_s": config.timeout_s,
@@ -693,6 +710,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    if threading.current_thread() is threading.main_thread():  # a killed run stops its workers too
+        signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     try:
         _alfworld()
     except ImportError as err:

@@ -23,6 +23,7 @@ from __future__ import annotations
 import copy
 import hashlib
 import os
+import sys
 from collections import OrderedDict
 
 ALFWORLD_VERSION = "0.4.2"
@@ -51,6 +52,9 @@ def enable_engine_caches() -> bool:
     import textworld.envs.pddl.textgen as textgen
     from textworld.logic import Rule
 
+    if not (hasattr(Rule, "parse_conjunctive_query") and hasattr(textgen, "_parse_and_convert")
+            and hasattr(fast_downward, "pddl2sas")):
+        return False  # a TextWorld release with other internals: run it stock
     parse_query = Rule.parse_conjunctive_query.__func__
     queries: dict[str, object] = {}
 
@@ -90,7 +94,11 @@ def enable_engine_caches() -> bool:
         if key in translations:
             translations.move_to_end(key)
             return translations[key]
-        result = translations[key] = translate(domain, problem, *args, **kwargs)
+        argv = sys.argv[:]  # fast-downward overwrites sys.argv (it feeds its own option parser)
+        try:
+            result = translations[key] = translate(domain, problem, *args, **kwargs)
+        finally:
+            sys.argv = argv
         while len(translations) > _TRANSLATION_CACHE_SIZE:
             translations.popitem(last=False)
         return result

@@ -45,6 +45,7 @@ from __future__ import annotations
 
 import json
 import os
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -73,6 +74,9 @@ class GameRecord:
     path: Path  # game.tw-pddl (traj_data.json sits next to it)
     floor_plan: int | None = None
     expert_steps: int | None = None
+
+
+_OFFICIAL_SCANS: dict[str, GamePool | None] = {}
 
 
 class GamePool:
@@ -108,11 +112,15 @@ class GamePool:
         raise MissingGameDataError(
             f"no ALFWorld games found (looked in {generated} and $ALFWORLD_DATA). Generate the offline pool "
             "with `seedbench data alfworld` (or `python -m seedbench.envs.alfworld.data`), or point "
-            "ALFWORLD_DATA / data_dir at official ALFWorld data")
+            "data_dir, $SEEDBENCH_ALFWORLD_DATA or $ALFWORLD_DATA at a pool or official ALFWorld data")
 
     @classmethod
     def from_manifest(cls, root: Path) -> GamePool:
         manifest = json.loads((root / "manifest.json").read_text())
+        if not manifest.get("complete", True):
+            warnings.warn(f"the ALFWorld pool in {root} is still being generated (or was interrupted): splits "
+                          "are short and task seeds may map to other games once it completes; finish it with "
+                          "`seedbench data alfworld`", stacklevel=3)
         games: dict[str, list[GameRecord]] = {split: [] for split in SPLITS}
         for g in manifest["games"]:
             games[g["split"]].append(GameRecord(g["id"], g["split"], g["task_type"], root / g["path"],
@@ -122,7 +130,15 @@ class GamePool:
     @classmethod
     def from_official(cls, root: Path) -> GamePool | None:
         """Official layout: game files under ``json_2.1.1/<split>`` (or ``<split>``, or ``gen/<split>``).
-        Skips what ALFWorld skips: unsolvable games, movable-receptacle and sliced tasks."""
+        Skips what ALFWorld skips: unsolvable games, movable-receptacle and sliced tasks. The scan reads
+        every game file once per process (3.5k files for the official data)."""
+        key = str(root.resolve())
+        if _OFFICIAL_SCANS.get(key) is None:
+            _OFFICIAL_SCANS[key] = cls._scan_official(root)
+        return _OFFICIAL_SCANS[key]
+
+    @classmethod
+    def _scan_official(cls, root: Path) -> GamePool | None:
         games: dict[str, list[GameRecord]] = {split: [] for split in SPLITS}
         for split in SPLITS:
             for base in (root / "json_2.1.1" / split, root / split, root / "gen" / split):

@@ -14,8 +14,12 @@ Failure handling, so one stuck or crashed game never stops a training run:
   (now, or at its next step) until the env is reset again. Drops are counted in `stats`;
 - an exception inside one env's ``step`` drops only that episode (the worker lives on).
 
+`EnvPool` is thread-safe: calls from several threads that touch different workers run in parallel (an
+asynchronous rollout can step each episode from its own thread), calls that share a worker take turns.
+
 Workers are started with the ``spawn`` method (no fork of a parent that holds model weights and threads);
-each makes its envs through `seedbench.registry.make_env`, so anything registered works.
+each makes its envs through `seedbench.registry.make_env`, so anything registered works. As with any
+spawn-based multiprocessing, a script that creates a pool needs the ``if __name__ == "__main__":`` guard.
 
 `run_tasks` is the same machinery for one-shot jobs with a time limit (ALFWorld game generation).
 """
@@ -25,9 +29,11 @@ from __future__ import annotations
 import importlib
 import multiprocessing as mp
 import os
+import threading
 import time
 import traceback
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection, wait
 from typing import Any
@@ -208,6 +214,10 @@ class EnvPool:
         self._live: set[int] = set()  # episodes that have state in a worker (reset, not finished)
         self._dropped: set[int] = set()  # episodes lost with their worker, reported as None until reset
         self.stats = PoolStats()
+        # Thread safety: a call holds the locks of the workers it talks to (taken in worker order, so calls
+        # never deadlock); calls on different workers run in parallel. `_state` guards the shared sets.
+        self._worker_locks = [threading.Lock() for _ in range(self.num_workers)]
+        self._state = threading.Lock()
         self._closed = False
 
     def __len__(self) -> int:
@@ -226,44 +236,54 @@ class EnvPool:
         retried once on the restarted worker; a second failure (or an env exception) raises."""
         for index, _, _ in requests:
             self._check_index(index)
-            self._dropped.discard(index)
-            self._live.discard(index)
-        results = self._run("reset", [(i, (seed, options)) for i, seed, options in requests])
-        retry = [(i, (seed, options)) for (i, seed, options), r in zip(requests, results) if r is _LOST]
-        if retry:
-            again = dict(zip([i for i, _ in retry], self._run("reset", retry)))
-            results = [again.get(i, r) if r is _LOST else r for (i, _, _), r in zip(requests, results)]
-        out = []
-        for (index, _, _), result in zip(requests, results):
-            if isinstance(result, _Failure) or result is _LOST:
-                detail = result.detail if isinstance(result, _Failure) else "worker lost twice"
-                raise RuntimeError(f"reset of env {index} failed: {detail}")
-            self._live.add(index)
-            out.append(result)
-        return out
+        with self._hold([index for index, _, _ in requests]):
+            with self._state:
+                for index, _, _ in requests:
+                    self._dropped.discard(index)
+                    self._live.discard(index)
+            results = self._run("reset", [(i, (seed, options)) for i, seed, options in requests])
+            retry = [(i, (seed, options)) for (i, seed, options), r in zip(requests, results) if r is _LOST]
+            if retry:
+                again = dict(zip([i for i, _ in retry], self._run("reset", retry)))
+                results = [again.get(i, r) if r is _LOST else r for (i, _, _), r in zip(requests, results)]
+            out = []
+            for (index, _, _), result in zip(requests, results):
+                if isinstance(result, _Failure) or result is _LOST:
+                    detail = result.detail if isinstance(result, _Failure) else "worker lost twice"
+                    raise RuntimeError(f"reset of env {index} failed: {detail}")
+                with self._state:
+                    self._live.add(index)
+                out.append(result)
+            return out
 
     def step_many(self, actions: list[tuple[int, str]]) -> list[tuple | None]:
-        results: list[tuple | None] = [None] * len(actions)
-        todo = []
-        for position, (index, action) in enumerate(actions):
+        """Step several envs concurrently (envs of different workers at the same time). Safe to call from
+        several threads at once; calls that share a worker take turns."""
+        for index, _ in actions:
             self._check_index(index)
-            if index in self._dropped:
-                continue
-            if index not in self._live:
-                raise RuntimeError(f"step on env {index} before reset (or after its episode ended)")
-            todo.append((position, index, action))
-        outcomes = self._run("step", [(index, action) for _, index, action in todo])
-        for (position, index, _), outcome in zip(todo, outcomes):
-            if outcome is _LOST or isinstance(outcome, _Failure):
-                if isinstance(outcome, _Failure):  # env raised: drop just this episode
-                    self.stats.env_errors += 1
-                    self.stats.dropped_episodes += 1
-                    self.stats.note(outcome.detail)
-                    self._live.discard(index)
-                continue  # lost episodes were counted when their worker died
-            results[position] = outcome
-            if outcome[2] or outcome[3]:
-                self._live.discard(index)
+        results: list[tuple | None] = [None] * len(actions)
+        with self._hold([index for index, _ in actions]):
+            todo = []
+            with self._state:
+                for position, (index, action) in enumerate(actions):
+                    if index in self._dropped:
+                        continue
+                    if index not in self._live:
+                        raise RuntimeError(f"step on env {index} before reset (or after its episode ended)")
+                    todo.append((position, index, action))
+            outcomes = self._run("step", [(index, action) for _, index, action in todo])
+            with self._state:
+                for (position, index, _), outcome in zip(todo, outcomes):
+                    if outcome is _LOST or isinstance(outcome, _Failure):
+                        if isinstance(outcome, _Failure):  # env raised: drop just this episode
+                            self.stats.env_errors += 1
+                            self.stats.dropped_episodes += 1
+                            self.stats.note(outcome.detail)
+                            self._live.discard(index)
+                        continue  # lost episodes were counted when their worker died
+                    results[position] = outcome
+                    if outcome[2] or outcome[3]:
+                        self._live.discard(index)
         return results
 
     def close(self) -> None:
@@ -291,17 +311,29 @@ class EnvPool:
         if not 0 <= index < self.num_envs:
             raise IndexError(f"env index {index} out of range 0..{self.num_envs - 1}")
 
+    @contextmanager
+    def _hold(self, indices: list[int]):
+        workers = sorted({self.worker_of[index] for index in indices})
+        for worker in workers:
+            self._worker_locks[worker].acquire()
+        try:
+            yield
+        finally:
+            for worker in reversed(workers):
+                self._worker_locks[worker].release()
+
     def _start(self, worker: int) -> _Process:
         return _Process(self._ctx, _env_worker, (self.spec, self._hosted[worker]))
 
     def _restart(self, worker: int, reason: str) -> None:
         self._workers[worker].kill()
-        lost = [i for i in self._hosted[worker] if i in self._live]
-        self.stats.dropped_episodes += len(lost)
-        self.stats.worker_restarts += 1
-        self.stats.note(f"worker {worker}: {reason}; dropped episodes {lost}")
-        self._live.difference_update(lost)
-        self._dropped.update(lost)
+        with self._state:
+            lost = [i for i in self._hosted[worker] if i in self._live]
+            self.stats.dropped_episodes += len(lost)
+            self.stats.worker_restarts += 1
+            self.stats.note(f"worker {worker}: {reason}; dropped episodes {lost}")
+            self._live.difference_update(lost)
+            self._dropped.update(lost)
         self._workers[worker] = self._start(worker)
 
     def _run(self, op: str, calls: list[tuple[int, Any]]) -> list[Any]:
@@ -344,7 +376,8 @@ class EnvPool:
             now = time.monotonic()
             for worker in [w for w in pending if deadline[w] <= now]:
                 stuck = calls[pending[worker][0]][0]
-                self.stats.timeouts += 1
+                with self._state:
+                    self.stats.timeouts += 1
                 self._restart(worker, f"env {stuck} {op} exceeded {self.timeout_s:.0f} s")
                 del pending[worker]
         return answers
@@ -381,22 +414,22 @@ def run_tasks(fn_path: str, next_task: Callable[[], tuple[Any, tuple] | None], n
     called whenever a worker is free, so the caller can decide what to run next from the results so far;
     the iteration ends when it returns None and nothing is running."""
     ctx = mp.get_context(start_method)
-    workers: list[_Process | None] = [_Process(ctx, _task_worker, (fn_path,)) for _ in range(max(1, num_workers))]
+    workers: list[_Process | None] = [None] * max(1, num_workers)  # started when first needed
     running: dict[int, tuple[Any, float]] = {}
-    exhausted = False
     try:
         while True:
+            batch = []
             for w in range(len(workers)):
-                if w in running or exhausted:
+                if w in running:
                     continue
                 task = next_task()
                 if task is None:
-                    exhausted = True
                     break
                 if workers[w] is None:
-                    workers[w] = _Process(ctx, _task_worker, (fn_path,))
+                    workers[w] = _Process(ctx, _task_worker, (fn_path,))  # the batch's workers start together
+                batch.append((w, task))
+            for w, (key, args) in batch:
                 workers[w].wait_ready(startup_timeout_s)
-                key, args = task
                 workers[w].conn.send(("call", args))
                 running[w] = (key, time.monotonic() + timeout_s)
             if not running:
@@ -420,7 +453,6 @@ def run_tasks(fn_path: str, next_task: Callable[[], tuple[Any, tuple] | None], n
                 workers[w].kill()
                 workers[w] = None
                 yield key, TaskFailure("timeout", f"exceeded {timeout_s:.0f} s")
-            exhausted = False  # results may make the caller want more tasks: ask again
     finally:
         for worker in workers:
             if worker is not None:

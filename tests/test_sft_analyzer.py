@@ -1,0 +1,129 @@
+"""SEED stage 1 (`seedbench sft-analyzer`): scripted annotation → SFT → a checkpoint SEED starts from;
+annotator errors are one clear line."""
+
+import json
+import threading
+from http.server import BaseHTTPRequestHandler, HTTPServer
+
+import pytest
+import torch
+
+from seedbench.agents.seed import ANALYZER_SFT_MARKER
+from seedbench.annotators import AnnotationRequest, AnnotatorUnavailable, EndpointAnnotator, make_annotator
+from seedbench.config import build_config
+from seedbench.sft_analyzer import MARKER, _tokenize, main
+
+
+@pytest.fixture(autouse=True)
+def _one_thread():
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+@pytest.fixture(scope="module")
+def stage1(tmp_path_factory):
+    out = tmp_path_factory.mktemp("stage1") / "sft"
+    rc = main(["--env", "choice", "--annotator", "scripted", "--model", "tiny", "--tasks", "3", "--group-size", "4",
+               "--max-new-tokens", "3", "--epochs", "2", "--lr", "1e-3", "--output", str(out)])
+    assert rc == 0
+    return out
+
+
+def test_stage1_writes_annotations_and_a_checkpoint_with_provenance(stage1):
+    records = [json.loads(line) for line in (stage1 / "annotations.jsonl").read_text().splitlines()]
+    assert len(records) == 12 and all(r["ok"] and r["annotator"] == "scripted" for r in records)
+    assert all("choose right" in r["episode_skill"] for r in records)  # the choice env's rewarded side
+    assert all("episode_success: " in r["analyzer_prompt"] for r in records)
+    marker = json.loads((stage1 / "model" / MARKER).read_text())
+    assert MARKER == ANALYZER_SFT_MARKER
+    assert marker["annotations_kept"] == 12 and marker["train_examples"] + marker["val_examples"] == 12
+    assert marker["val_examples"] == 1  # 10 % of 12, rounded, at least one
+    assert marker["val_loss_after"] < marker["val_loss_before"]  # the SFT really trained
+    assert (stage1 / "model" / "config.json").exists()
+
+
+def test_seed_starts_from_the_stage1_checkpoint_and_finds_its_library(stage1, tmp_path):
+    from seedbench.trainer import Trainer
+
+    config = build_config(overrides={"env": "choice", "agent": "seed-static-skills", "iterations": 1,
+                                     "model": {"name": str(stage1 / "model")}, "output": str(tmp_path / "run"),
+                                     "rollout": {"max_new_tokens": 3, "tasks_per_batch": 1, "group_size": 2}})
+    trainer = Trainer(config)
+    assert trainer.agent.stage1 is not None and trainer.policy.ref_model is not None  # also the KL reference
+    assert trainer.agent.library is not None and len(trainer.agent.library.entries) == 12
+    for ours, reference in zip(trainer.policy.model.parameters(), trainer.policy.ref_model.parameters()):
+        assert torch.equal(ours.to(reference.dtype), reference)
+    trainer.close()
+
+
+def test_prompt_tokens_are_masked_in_the_sft_labels(tiny_tokenizer):
+    from seedbench.prompting import render_prompt
+
+    row = _tokenize(tiny_tokenizer, "Task: choose", '{"episode_skill": "right"}')
+    prompt = render_prompt(tiny_tokenizer, "Task: choose")
+    assert row["input_ids"][: len(prompt)] == prompt
+    assert row["labels"][: len(prompt)] == [-100] * len(prompt)
+    assert row["labels"][len(prompt):] == row["input_ids"][len(prompt):]
+    assert row["input_ids"][-1] == tiny_tokenizer.eos_token_id
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--annotator", "openai:gpt-4o"], "--base-url"),
+    (["--annotator", "openai:gpt-4o", "--base-url", "http://127.0.0.1:9/v1", "--api-key-env", ""], "unreachable"),
+    (["--annotator", "hf:/nonexistent/annotator-model"], "no annotator model is reachable offline"),
+    (["--annotator", "gpt-5"], "unknown annotator"),
+])
+def test_unavailable_annotators_fail_with_one_clear_line(tmp_path, capsys, argv, message):
+    rc = main(["--env", "choice", "--model", "tiny", "--output", str(tmp_path / "x"), *argv])
+    err = capsys.readouterr().err.strip()
+    assert rc == 2 and message in err and len(err.splitlines()) == 1
+    assert not (tmp_path / "x").exists()  # failed before any rollout
+
+
+def test_missing_api_key_is_named(monkeypatch):
+    monkeypatch.delenv("SEEDBENCH_TEST_KEY", raising=False)
+    annotator = make_annotator("openai:m", make_env=lambda: None, base_url="http://127.0.0.1:9/v1",
+                               api_key_env="SEEDBENCH_TEST_KEY")
+    with pytest.raises(AnnotatorUnavailable, match="SEEDBENCH_TEST_KEY"):
+        annotator.check()
+
+
+def test_endpoint_annotator_speaks_openai_chat_completions(monkeypatch):
+    seen = {}
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self):  # /models
+            self.send_response(200)
+            self.end_headers()
+            self.wfile.write(b'{"data": []}')
+
+        def do_POST(self):
+            seen["path"], seen["auth"] = self.path, self.headers.get("Authorization")
+            seen["body"] = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+            answer = {"choices": [{"message": {"content": '{"episode_summary": "s", "episode_skill": "k"}'}}]}
+            payload = json.dumps(answer).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.end_headers()
+            self.wfile.write(payload)
+
+        def log_message(self, *args):
+            pass
+
+    server = HTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        monkeypatch.setenv("SEEDBENCH_TEST_KEY", "sk-test")
+        annotator = EndpointAnnotator("judge-1", f"http://127.0.0.1:{server.server_port}/v1",
+                                      api_key_env="SEEDBENCH_TEST_KEY", max_tokens=64)
+        annotator.check()
+        texts = annotator.annotate([AnnotationRequest("analyse this", None)])
+    finally:
+        server.shutdown()
+    assert texts == ['{"episode_summary": "s", "episode_skill": "k"}']
+    assert seen["path"] == "/v1/chat/completions" and seen["auth"] == "Bearer sk-test"
+    assert seen["body"]["model"] == "judge-1" and seen["body"]["temperature"] == 0.0
+    assert seen["body"]["messages"] == [{"role": "user", "content": "analyse this"}]
