@@ -35,7 +35,7 @@ import torch
 from seedbench.agents.analysis import Analysis, episode_steps, fit_analyzer_content, parse_analysis
 from seedbench.agents.grpo import GRPOAgent, GRPOConfig, MiniBatch, TrainSample
 from seedbench.config import ConfigError
-from seedbench.prompting import insert_skill, render_prompt
+from seedbench.prompting import FORMAT_INSTRUCTION, insert_skill, render_prompt
 
 ANALYZER_SFT_MARKER = "seedbench_analyzer_sft.json"
 """Written by ``seedbench sft-analyzer`` into the checkpoint it saves (stage 1)."""
@@ -106,8 +106,6 @@ class SEEDAgent(GRPOAgent):
         self.library = None
         if config.analyzer == "static" or config.act_skills:
             self.library = self._load_library()
-        if config.act_skills:
-            _require_prompt_hook()
         self._analysis_engine = None
         if config.analyzer == "frozen" and config.train:
             self._analysis_engine = self._frozen_engine()
@@ -174,17 +172,17 @@ class SEEDAgent(GRPOAgent):
         return HFEngine(model, policy.tokenizer, policy.device, batch_size=batch)
 
     # -- act-time skills (Skill-Prompt) -----------------------------------------------------------
-    def act_prompt(self, trajectory: Any, observation: str, content: str) -> str:
-        """Rollout hook: the acting prompt of `trajectory`'s next step with its library skill inserted.
-        The skill is retrieved once per episode, at its first step, by task text + first observation."""
+    def transform_prompt(self, trajectory: Any, content: str) -> str:
+        """Rollout hook (train and eval): the acting prompt with the episode's library skill inserted after
+        the task line. The skill is retrieved once per episode, at its first step, by task text + first
+        observation. Other SEED variants leave the prompt alone."""
         if not self.config.act_skills or self.library is None:
             return content
         self._act_calls += 1
         key = trajectory.episode_id
         if key not in self._act_skills:
-            entry, _ = self.library.retrieve(trajectory.task_text, observation if not trajectory.steps else
-                                             trajectory.steps[0].observation)
-            self._act_skills[key] = entry.skill
+            first = trajectory.steps[0].observation if trajectory.steps else current_observation(content)
+            self._act_skills[key] = self.library.retrieve(trajectory.task_text, first)[0].skill
         return insert_skill(content, self._act_skills[key])
 
     # -- one update -------------------------------------------------------------------------------
@@ -192,8 +190,8 @@ class SEEDAgent(GRPOAgent):
         cfg = self.config
         if not cfg.train:
             if cfg.act_skills and trajectories and self._act_calls == 0:
-                raise RuntimeError("skill-prompt: the rollout never called agent.act_prompt; this trainer build lacks "
-                                   "the act-time prompt hook, so the skills would silently be missing")
+                raise RuntimeError("skill-prompt: the rollout never called agent.transform_prompt, so the acting "
+                                   "prompts had no skills; use a rollout that supports the transform_prompt hook")
             self._act_skills.clear()
             return [], {"seed/act_skill_episodes": float(len(trajectories))}
         samples, metrics = super().prepare(trajectories, rewards, iteration)
@@ -238,6 +236,8 @@ class SEEDAgent(GRPOAgent):
             "time/analysis_s": t1 - t0,
             "time/rescore_s": t2 - t1,
         })
+        if not self._opd_tokens:  # `loss` reports these over OPD-active tokens; with none they are undefined
+            metrics.update({"seed/gate_mean": None, "seed/gate_open_frac": None, "seed/teacher_gap_mean": None})
         return samples, metrics
 
     def analyse(self, trajectories: list, rewards: list[float], iteration: int) -> tuple[list[Analysis | None], list[dict]]:
@@ -295,7 +295,7 @@ class SEEDAgent(GRPOAgent):
         # OPD-active tokens only, so their sums are rescaled by (all tokens / OPD-active tokens).
         metrics["seed/opd_loss"] = opd_sum.detach()
         metrics["seed/opd_active_ratio"] = opd_mask.sum()
-        if self._opd_tokens:  # no gate statistics at all when no trajectory got a skill
+        if self._opd_tokens:  # else `prepare` logs them as null
             scale = self._token_total / self._opd_tokens
             with torch.no_grad():
                 metrics["seed/gate_mean"] = (gate * opd_mask).sum() * scale
@@ -304,14 +304,14 @@ class SEEDAgent(GRPOAgent):
         return loss, metrics
 
 
-def _require_prompt_hook() -> None:
-    """Act-time skills need the rollout to pass each step's prompt through `agent.act_prompt`."""
-    import inspect
-
-    from seedbench import rollout
-
-    if "prompt_hook" not in inspect.signature(rollout.run_episodes).parameters:
-        raise ConfigError("skill-prompt needs the act-time prompt hook (run_episodes(prompt_hook=agent.act_prompt)), "
-                          "which this build of the trainer does not have yet")
-
-
+def current_observation(content: str) -> str:
+    """The current observation inside an acting prompt built by `seedbench.prompting.build_user_content`
+    (the text after "your current observation is:" up to the admissible actions or the final
+    instruction); the whole prompt when the marker is missing."""
+    marker = "your current observation is:\n"
+    start = content.find(marker)
+    if start < 0:
+        return content
+    rest = content[start + len(marker):]
+    ends = [i for i in (rest.find("\nYour admissible actions"), rest.find("\n" + FORMAT_INSTRUCTION)) if i >= 0]
+    return rest[: min(ends)] if ends else rest

@@ -36,6 +36,8 @@ def parse_args(argv=None):
     p.add_argument("--sequential", action="store_true", help="run agents one after another instead of interleaved")
     p.add_argument("--threads", type=int, default=0, help="torch intra-op threads (0 = leave as is)")
     p.add_argument("--set", nargs="*", default=[], metavar="KEY=VALUE", help="config overrides for every agent")
+    p.add_argument("--agent-set", nargs="*", default=[], metavar="AGENT:KEY=VALUE",
+                   help="override for one agent only, e.g. seed:algo.analysis_max_new_tokens=96")
     return p.parse_args(argv)
 
 
@@ -57,9 +59,17 @@ def main(argv=None) -> int:
         key, _, raw = pair.partition("=")
         set_dotted(overrides, key, yaml.safe_load(raw))
 
+    per_agent: dict[str, dict] = {}
+    for item in args.agent_set:
+        agent, _, pair = item.partition(":")
+        key, _, raw = pair.partition("=")
+        set_dotted(per_agent.setdefault(agent, {}), key, yaml.safe_load(raw))
+
     trainers = {}
     for agent in args.agents:
         values = json.loads(json.dumps(overrides))
+        for key, value in per_agent.get(agent, {}).items():
+            values[key] = {**values.get(key, {}), **value} if isinstance(value, dict) else value
         values.update({"env": args.env, "agent": agent, "seed": args.seed, "iterations": args.iterations,
                        "output": str(out / agent)})
         set_dotted(values, "model.name", args.model)
@@ -94,7 +104,7 @@ def main(argv=None) -> int:
         print(f"{agent:<10}{row['time/iteration_s']:>11.1f}{row['time/rollout_s']:>10.1f}{row['time/prepare_s']:>10.1f}"
               f"{row['time/update_s']:>10.1f}{ratio:>9.2f}{ratios[agent]['prepare_plus_update']:>15.2f}")
     result = {"env": args.env, "model": args.model, "agents": args.agents, "iterations": args.iterations,
-              "interleaved": not args.sequential, "overrides": overrides, "torch_threads": torch.get_num_threads(),
+              "interleaved": not args.sequential, "overrides": overrides, "agent_overrides": per_agent, "torch_threads": torch.get_num_threads(),
               "summary": summary, "ratios_to_grpo": ratios}
     (out / "iteration_speed.json").write_text(json.dumps(result, indent=2))
     print(f"written: {out / 'iteration_speed.json'}")

@@ -5,7 +5,7 @@
 
 The peak resident set size of the run's whole process tree is sampled every 0.1 s (psutil) and also
 read from the kernel's ``ru_maxrss`` of the child (the largest single process). ``--quick`` shortens
-the run (1 iteration, 1 eval task per split, 4 steps per episode) without changing the model, batch
+the run (1 iteration, 1 eval task per split, 2 steps per episode: 8 episodes × 2 steps = 16 samples, one full mini-batch) without changing the model, batch
 sizes or sequence lengths that set the peak; the overrides used are recorded. ``--python`` runs the
 training under another interpreter (e.g. the vLLM virtual environment, with ``-- --engine vllm`` once
 the trainer has the flag).
@@ -23,7 +23,7 @@ import tempfile
 import time
 from pathlib import Path
 
-QUICK = ["--iterations", "1", "--set", "eval.num_tasks=1", "rollout.max_steps=4"]
+QUICK = ["--iterations", "1", "--set", "eval.num_tasks=1", "rollout.max_steps=2"]
 
 
 def tree_rss(process) -> int:

@@ -235,8 +235,16 @@ class _Runner:
             waiting[request_id] = episode
             self.engine.submit(request_id, self._prompt(episode), self.params)
 
-        for episode in episodes:
-            submit(episode)
+        try:
+            for episode in episodes:
+                submit(episode)
+            self._continuous_loop(waiting, submit)
+        except BaseException:
+            if waiting and callable(getattr(self.engine, "abort", None)):
+                self.engine.abort(list(waiting))  # leave no requests running in the engine
+            raise
+
+    def _continuous_loop(self, waiting: dict[str, _Episode], submit: Callable[[_Episode], None]) -> None:
         while waiting or self.in_flight:
             if self.engine.has_unfinished():
                 t0 = time.perf_counter()

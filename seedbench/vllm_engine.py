@@ -151,6 +151,12 @@ class VLLMEngine:
     def has_unfinished(self) -> bool:
         return self.engine.has_unfinished_requests()
 
+    def abort(self, request_ids: list[str]) -> None:
+        """Drop submitted requests (a rollout that fails midway must not leave them running)."""
+        self.engine.abort_request(list(request_ids))
+        for request_id in request_ids:
+            self._params.pop(request_id, None)
+
     # -- helpers ----------------------------------------------------------------------------------
     def sampling_params(self, params: SamplingParams):
         greedy = params.greedy or params.temperature == 0
@@ -238,7 +244,7 @@ def save_for_vllm(model: Any, tokenizer: Any, path: str) -> None:
 
     base = _base_model(model)
     with hf_weights(model) as weights:
-        state = {name: tensor.detach().clone().contiguous() for name, tensor in weights}
+        state = {name: tensor.detach().to("cpu", copy=True).contiguous() for name, tensor in weights}
     config = copy.deepcopy(base.config)
     for attr in ("quantization_config",):
         if hasattr(config, attr):

@@ -225,3 +225,28 @@ def test_transform_prompt_is_applied_and_recorded_like_lockstep(engine_cls):
     got, _ = play(async_rollout, engine_cls(), transform_prompt=with_skill, env_threads=2)
     assert summary(got) == summary(expected)
     assert all(s.user_content.endswith(f"skill for {t.episode_id}") for t in got for s in t.steps)
+
+
+def test_failed_rollout_aborts_requests_left_in_the_engine():
+    class AbortingEngine(SubmitEngine):
+        aborted: list[str] = []
+
+        def submit(self, request_id, prompt_ids, params):
+            super().submit(request_id, prompt_ids, params)
+            # One request finishes at once; the others would run until the failure is noticed.
+            self.pending[request_id][1] = 1 if request_id.startswith("0-0/") else 10**9
+
+        def abort(self, request_ids):
+            self.aborted.extend(request_ids)
+            for request_id in request_ids:
+                self.pending.pop(request_id, None)
+
+    class BrokenEnvs(LocalEnvs):
+        def step_many(self, actions):
+            raise RuntimeError("env crashed")
+
+    engine = AbortingEngine()
+    envs = BrokenEnvs(lambda: CountdownEnv(), len(TASKS) * 2)
+    with pytest.raises(RuntimeError, match="env crashed"):
+        play(async_rollout, engine, envs=envs, env_threads=2)
+    assert engine.aborted and not engine.pending

@@ -1,7 +1,6 @@
 """SEED agent: skill insertion, paired re-scoring on the identical response ids, analysis bookkeeping,
 and one tiny end-to-end iteration of every registered agent."""
 
-import inspect
 import json
 from pathlib import Path
 
@@ -173,19 +172,12 @@ def test_unknown_analyzer_and_missing_library_are_config_errors(tmp_path):
 
 
 # -- every registered agent runs one tiny iteration ---------------------------------------------------
-_HOOK = "prompt_hook" in inspect.signature(run_episodes).parameters
-
-
 @pytest.mark.parametrize("agent", sorted(agent_entries()))
 def test_every_registered_agent_runs_one_iteration(tmp_path, agent):
     entry = agent_entries()[agent]
     algo = {}
     if entry.overrides.get("analyzer") == "static" or entry.overrides.get("act_skills"):
         algo["skill_library"] = str(_library(tmp_path))
-    if entry.overrides.get("act_skills") and not _HOOK:
-        with pytest.raises(ConfigError, match="prompt hook"):
-            train(_config(tmp_path, agent, **algo))
-        pytest.skip("skill-prompt needs the trainer's act-time prompt hook (run_episodes(prompt_hook=...))")
     if agent.startswith("seed"):
         algo["analysis_max_new_tokens"] = 8
     path = train(_config(tmp_path, agent, **algo))
@@ -199,20 +191,25 @@ def test_every_registered_agent_runs_one_iteration(tmp_path, agent):
         assert "gigpo/anchor_groups" in metrics[0]
     if agent == "skill-prompt":
         assert metrics[0]["train/samples"] == 0
+        episodes = list(read_jsonl(Path(path) / "episodes.jsonl"))
+        assert all(SKILL in step["prompt"] for e in episodes for step in e["steps"])  # train and eval prompts
 
 
-def test_act_prompt_inserts_one_library_skill_per_episode(tmp_path, monkeypatch):
-    import seedbench.agents.seed as seed_module
+def test_transform_prompt_inserts_one_library_skill_per_episode(tmp_path):
+    from seedbench.agents.seed import current_observation
     from seedbench.rollout import TaskRef, Trajectory
 
-    monkeypatch.setattr(seed_module, "_require_prompt_hook", lambda: None)  # the hook is the trainer's part
     trainer = Trainer(_config(tmp_path, "skill-prompt", skill_library=str(_library(tmp_path))))
     agent = trainer.agent
     assert not agent.needs_reference and trainer.policy.ref_model is None
     traj = Trajectory(episode_id="e0", group_id=0, task=TaskRef("train", 0), task_text="choose left or right")
-    content = build_user_content(task="choose left or right", observation="You stand at a fork in the road.", step=0,
-                                 history=[], history_length=0)
-    assert agent.act_prompt(traj, "You stand at a fork in the road.", content) == insert_skill(content, SKILL)
+    content = build_user_content(task="choose left or right", observation="You stand\nat a fork.", step=0,
+                                 history=[], history_length=0, admissible_actions=["left", "right"])
+    assert current_observation(content) == "You stand\nat a fork."
+    assert agent.transform_prompt(traj, content) == insert_skill(content, SKILL)
     samples, metrics = agent.prepare([traj], [0.0], 1)
     assert samples == [] and metrics["seed/act_skill_episodes"] == 1.0  # no training at all
+    plain = Trainer(_config(tmp_path, "seed", "plain"))
+    assert plain.agent.transform_prompt(traj, content) == content  # SEED itself never touches acting prompts
     trainer.close()
+    plain.close()
