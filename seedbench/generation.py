@@ -84,6 +84,7 @@ class HFEngine:
 
     def _generate_batch(self, prompts: list[list[int]], params: SamplingParams) -> list[Generation]:
         import torch
+        from transformers import LogitsProcessorList
 
         tok = self.tokenizer
         pad_id = tok.pad_token_id
@@ -99,8 +100,10 @@ class HFEngine:
             pad_token_id=pad_id,
             eos_token_id=eos_ids,
             return_dict_in_generate=True,
-            output_logits=True,
         )
+        temperature = 1.0 if params.greedy else params.temperature
+        recorder = _LogprobRecorder(temperature)
+        kwargs["logits_processor"] = LogitsProcessorList([recorder])
         if params.greedy:
             kwargs.update(do_sample=False, temperature=None, top_p=None, top_k=None)
         else:
@@ -113,10 +116,9 @@ class HFEngine:
             out = self.model.generate(input_ids=input_ids.to(self.device), attention_mask=attention.to(self.device), **kwargs)
         if was_training:
             self.model.train()
-        sequences = out.sequences[:, width:].cpu()
-        temperature = 1.0 if params.greedy else params.temperature
-        logits = torch.stack(out.logits, dim=1).float().cpu() / temperature  # [B, T, V]
-        token_logp = torch.log_softmax(logits, dim=-1).gather(-1, sequences.unsqueeze(-1)).squeeze(-1)
+        sequences = out.sequences[:, width:]
+        token_logp = recorder.finish(sequences).cpu()
+        sequences = sequences.cpu()
         generations = []
         for row in range(len(prompts)):
             ids = sequences[row].tolist()
@@ -125,6 +127,36 @@ class HFEngine:
             generations.append(Generation(token_ids=kept, logprobs=token_logp[row, :length].tolist(),
                                           text=tok.decode(kept, skip_special_tokens=True), finish_reason=reason))
         return generations
+
+
+class _LogprobRecorder:
+    """Records the log-prob of each sampled token while `generate` runs, keeping one [B, V] distribution
+    at a time. (`output_logits=True` keeps every step's [B, V] logits: gigabytes for long analyses with a
+    49k vocabulary.) Custom processors run before transformers' temperature/top-p warpers, so the scores
+    seen here are the raw logits; we apply the temperature ourselves."""
+
+    def __init__(self, temperature: float):
+        self.temperature = temperature
+        self.previous = None
+        self.logprobs: list = []
+
+    def __call__(self, input_ids, scores):
+        import torch
+
+        if self.previous is not None:
+            self.logprobs.append(self.previous.gather(1, input_ids[:, -1:]).squeeze(1))
+        self.previous = torch.log_softmax(scores.float() / self.temperature, dim=-1)
+        return scores
+
+    def finish(self, sequences):
+        """[B, T] log-probs of the generated tokens (the last step's token is read here)."""
+        import torch
+
+        if self.previous is not None and len(self.logprobs) < sequences.shape[1]:
+            self.logprobs.append(self.previous.gather(1, sequences[:, len(self.logprobs)].unsqueeze(1)).squeeze(1))
+        if not self.logprobs:
+            return torch.zeros(sequences.shape, dtype=torch.float32)
+        return torch.stack(self.logprobs, dim=1)
 
 
 def _stop_criteria(tokenizer: Any, stop: list[str], prompt_width: int):
