@@ -23,4 +23,6 @@ CATALOGUE: list[AgentEntry] = [
                {"analyzer": "static"}),
     AgentEntry("skill-prompt", _SEED, "baseline: library skills in the acting prompt, no training",
                {"train": False, "act_skills": True, "kl_coef": 0.0, "analyzer": "static"}),
+    AgentEntry("skill-grpo", _SEED, "baseline: GRPO with library skills in the acting prompt, no distillation",
+               {"act_skills": True, "opd_coef": 0.0, "analyzer": "static"}),
 ]

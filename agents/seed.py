@@ -18,7 +18,7 @@ count, which makes the sum a token mean). No ratio, no clipping.
 Ablations are values of `SEEDConfig`, registered in `seedbench.agents`: ``analyzer`` = ``current``
 (SEED), ``frozen`` (a fixed checkpoint analyses) or ``static`` (skills retrieved from a fixed library);
 ``train=False`` + ``act_skills=True`` is the Skill-Prompt baseline (library skills in the prompt at act
-time, no update).
+time, no update) and ``act_skills=True`` + ``opd_coef=0`` is Skill-GRPO (GRPO with those skills in context).
 """
 
 from __future__ import annotations
@@ -188,13 +188,16 @@ class SEEDAgent(GRPOAgent):
     # -- one update -------------------------------------------------------------------------------
     def prepare(self, trajectories: list, rewards: list[float], iteration: int) -> tuple[list[TrainSample], dict]:
         cfg = self.config
-        if not cfg.train:
-            if cfg.act_skills and trajectories and self._act_calls == 0:
-                raise RuntimeError("skill-prompt: the rollout never called agent.transform_prompt, so the acting "
+        if cfg.act_skills:
+            if trajectories and self._act_calls == 0:
+                raise RuntimeError("act_skills: the rollout never called agent.transform_prompt, so the acting "
                                    "prompts had no skills; use a rollout that supports the transform_prompt hook")
             self._act_skills.clear()
+        if not cfg.train:  # Skill-Prompt: skills at act time only
             return [], {"seed/act_skill_episodes": float(len(trajectories))}
         samples, metrics = super().prepare(trajectories, rewards, iteration)
+        if cfg.opd_coef == 0:  # nothing to distill (Skill-GRPO): skip the analysis and re-scoring passes
+            return samples, metrics
         steps = [step for traj in trajectories for step in traj.steps]
         assert len(steps) == len(samples), "GRPOAgent.advantages must yield one sample per step, in order"
 

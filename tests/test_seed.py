@@ -183,14 +183,21 @@ def test_every_registered_agent_runs_one_iteration(tmp_path, agent):
     path = train(_config(tmp_path, agent, **algo))
     metrics = list(read_jsonl(Path(path) / "metrics.jsonl"))
     assert len(metrics) == 1 and metrics[0]["rollout/episode_length"] == 1.0
-    if entry.factory.endswith("SEEDAgent") and entry.overrides.get("train", True):
+    if entry.factory.endswith("SEEDAgent") and entry.overrides.get("train", True) and entry.overrides.get("opd_coef", 1):
         assert "seed/analysis_success_rate" in metrics[0]
         skills = list(read_jsonl(Path(path) / "skills.jsonl"))
         assert len(skills) == 4 and all("episode_id" in r for r in skills)
+    if agent in ("seed", "seed-no-sft", "seed-frozen-analyzer"):
+        # a random tiny model cannot write the JSON: SEED degrades to GRPO, visibly
+        assert metrics[0]["seed/analysis_success_rate"] == 0.0 and metrics[0]["seed/gate_mean"] is None
+    if agent == "seed-static-skills":
+        assert metrics[0]["seed/analysis_success_rate"] == 1.0 and metrics[0]["seed/opd_active_ratio"] == 1.0
+        assert 0.0 < metrics[0]["seed/gate_mean"] < 1.0
     if agent == "gigpo":
         assert "gigpo/anchor_groups" in metrics[0]
-    if agent == "skill-prompt":
-        assert metrics[0]["train/samples"] == 0
+    if entry.overrides.get("act_skills"):
+        assert metrics[0]["train/samples"] == (0 if agent == "skill-prompt" else 4)
+        assert "seed/analysis_success_rate" not in metrics[0]
         episodes = list(read_jsonl(Path(path) / "episodes.jsonl"))
         assert all(SKILL in step["prompt"] for e in episodes for step in e["steps"])  # train and eval prompts
 
@@ -213,3 +220,11 @@ def test_transform_prompt_inserts_one_library_skill_per_episode(tmp_path):
     assert plain.agent.transform_prompt(traj, content) == content  # SEED itself never touches acting prompts
     trainer.close()
     plain.close()
+
+
+def test_frozen_analyzer_analyses_with_the_initial_weights(tmp_path):
+    trainer = Trainer(_config(tmp_path, "seed-frozen-analyzer"))
+    engine = trainer.agent._analysis_engine
+    assert engine is not None and engine is not trainer.engine
+    assert engine.model is trainer.policy.ref_model  # the frozen starting weights, shared with the KL reference
+    trainer.close()
