@@ -5,8 +5,10 @@
 
 The peak resident set size of the run's whole process tree is sampled every 0.1 s (psutil) and also
 read from the kernel's ``ru_maxrss`` of the child (the largest single process). ``--quick`` shortens
-the run (1 iteration, 1 eval task per split, 2 steps per episode: 8 episodes × 2 steps = 16 samples, one full mini-batch) without changing the model, batch
-sizes or sequence lengths that set the peak; the overrides used are recorded. ``--python`` runs the
+the run (1 iteration, 1 eval task per split, 1 step per episode) without changing the model, dtype,
+response length or micro-batch that set the peak: the largest allocation is one micro-batch's logits
+in the update (8 samples × sequence × vocabulary), and 8 episodes × 1 step fill exactly one; the
+overrides used are recorded. ``--python`` runs the
 training under another interpreter (e.g. the vLLM virtual environment, with ``-- --engine vllm`` once
 the trainer has the flag).
 """
@@ -23,7 +25,7 @@ import tempfile
 import time
 from pathlib import Path
 
-QUICK = ["--iterations", "1", "--set", "eval.num_tasks=1", "rollout.max_steps=2"]
+QUICK = ["--iterations", "1", "--set", "eval.num_tasks=1", "rollout.max_steps=1"]
 
 
 def tree_rss(process) -> int:

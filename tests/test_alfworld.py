@@ -33,11 +33,13 @@ needs_fixture = pytest.mark.skipif(not (FIXTURE / "gen").is_dir(),
 
 
 @pytest.fixture(scope="session")
-def pool(request) -> Path:
+def pool(request, tmp_path_factory) -> Path:
     given = os.environ.get("SEEDBENCH_ALFWORLD_TEST_POOL")
     if given:
         return Path(given)
-    return data.build_test_pool(request.config.cache.mkdir("alfworld"), workers=2)
+    cache = getattr(request.config, "cache", None)  # absent under `-p no:cacheprovider`
+    folder = cache.mkdir("alfworld") if cache is not None else tmp_path_factory.mktemp("alfworld")
+    return data.build_test_pool(folder, workers=2)
 
 
 @pytest.fixture(scope="session")
