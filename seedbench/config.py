@@ -32,7 +32,8 @@ class ModelConfig:
     device: str = "auto"
     """``auto`` = CUDA when present, else CPU."""
     dtype: str = "auto"
-    """``auto`` = bf16 where supported (≈2× faster than fp32 on the CI CPU for generation and training)."""
+    """``auto`` = bf16 on CUDA and on CPUs with native bf16 (AVX-512-BF16/AMX), else fp32 (emulated bf16
+    was measured ≈5× slower than fp32 on an AVX2-only CI CPU, docs/performance.md)."""
     lora_rank: int = 0
     """0 = full fine-tune; >0 = LoRA adapters of this rank on all linear layers (peft)."""
     lora_alpha: int = 32

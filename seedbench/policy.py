@@ -2,7 +2,7 @@
 tiny test model; full fine-tune or LoRA.
 
 Device is automatic (CUDA when present, else CPU) and overridable; the compute dtype defaults to bf16
-where the device supports it (≈2× faster than fp32 on the CI CPU). Master weights stay fp32: AdamW steps
+where the device runs it natively (CUDA, CPUs with AVX-512-BF16/AMX) and to fp32 elsewhere. Master weights stay fp32: AdamW steps
 of 1e-6 relative size vanish in bf16's 8-bit mantissa, so pure-bf16 training would silently not learn. The reference model for the KL term is a frozen copy for full fine-tuning and the
 same network with adapters disabled for LoRA (no second copy of the weights).
 """
@@ -72,12 +72,22 @@ def resolve_dtype(name: str, device):
     if name == "auto":
         if device.type == "cuda":
             return torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
-        return torch.bfloat16
+        return torch.bfloat16 if _cpu_has_native_bf16() else torch.float32
     table = {"bf16": torch.bfloat16, "bfloat16": torch.bfloat16, "fp32": torch.float32, "float32": torch.float32,
              "fp16": torch.float16, "float16": torch.float16}
     if name not in table:
         raise ConfigError(f"model.dtype: unknown dtype {name!r}; choose one of auto, {', '.join(table)}")
     return table[name]
+
+
+def _cpu_has_native_bf16() -> bool:
+    """bf16 pays off on CPUs with AVX-512-BF16 or AMX; on AVX2-only CPUs it is emulated and measured
+    about 5× slower than fp32 (docs/performance.md), so `auto` picks fp32 there."""
+    try:
+        flags = open("/proc/cpuinfo").read()
+    except OSError:
+        return False
+    return "avx512_bf16" in flags or "amx_bf16" in flags
 
 
 def _checksum_dir(path: Path) -> str:
