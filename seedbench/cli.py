@@ -40,7 +40,7 @@ def _run_overrides(args) -> dict:
     from seedbench.config import set_dotted
 
     values = _parse_set(args.set or [])
-    for flag, key in (("agent", "agent"), ("env", "env"), ("model", "model.name"), ("seed", "seed"),
+    for flag, key in (("agent", "agent"), ("env", "env"), ("model", "model.name"), ("seed", "seed"), ("engine", "engine"),
                       ("iterations", "iterations"), ("output", "output")):
         value = getattr(args, flag, None)
         if value is not None:
@@ -131,6 +131,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--agent", help="agent name (see `seedbench agents`)")
     run.add_argument("--env", help="env alias or id (see `seedbench envs`)")
     run.add_argument("--model", help="HF hub id, local checkpoint, smollm2-135m (embedded default) or tiny")
+    run.add_argument("--engine", choices=["auto", "hf", "vllm"], help="generation engine (default auto: vLLM when installed)")
     run.add_argument("--seed", type=int)
     run.add_argument("--seeds", type=int, nargs="+", help="run several seeds one after another")
     run.add_argument("--iterations", type=int, help="RL updates (CPU default: 2)")

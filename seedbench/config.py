@@ -106,6 +106,8 @@ class RunConfig:
     keep_checkpoints: int = 1
     save_final_model: bool = True
     """Write ``final_model/`` (an HF checkpoint that ``--model`` and ``seedbench eval`` load) at the end."""
+    engine: str = "auto"
+    """Generation engine: ``hf``, ``vllm`` or ``auto`` (vLLM when importable, else HF; docs/engines.md)."""
     num_env_workers: int = 0
     """Env worker processes (0 = step envs in this process)."""
 

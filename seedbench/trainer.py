@@ -19,7 +19,7 @@ import torch
 
 from seedbench import __version__
 from seedbench.config import ConfigError, RunConfig, to_dict, update_dataclass
-from seedbench.generation import HFEngine, SamplingParams
+from seedbench.generation import SamplingParams
 from seedbench.progress import progress_bar
 from seedbench.registry import load_object, make_env, resolve_agent, resolve_env
 from seedbench.rollout import LocalEnvs, TaskRef, Trajectory, run_episodes
@@ -111,8 +111,11 @@ class Trainer:
                                        top_p=config.rollout.top_p)
         need_ref = agent_config.kl_coef > 0 if hasattr(agent_config, "kl_coef") else False
         self.policy = load_policy(config.model, need_reference=need_ref, seed=config.seed)
-        self.engine = HFEngine(self.policy.model, self.policy.tokenizer, self.policy.device,
-                               batch_size=config.rollout.generation_batch_size, dtype=self.policy.compute_dtype)
+        from seedbench.engines import ENGINE_NAMES, make_engine
+
+        if config.engine not in ENGINE_NAMES:
+            raise ConfigError(f"engine: unknown {config.engine!r}; choose one of {', '.join(ENGINE_NAMES)}")
+        self.engine = make_engine(config.engine, self.policy, config)
         self.context = AgentContext(self.policy, self.engine, self.env, self.run_dir, config, self.sampling)
         self.agent = agent_cls(agent_config, self.context)
         self.optimizer = torch.optim.AdamW([p for p in self.policy.model.parameters() if p.requires_grad],
