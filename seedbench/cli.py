@@ -149,7 +149,7 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--split", default=None)
     ev.add_argument("--seed", type=int, default=0)
     ev.add_argument("--temperature", type=float, default=0.4)
-    ev.add_argument("--max-new-tokens", type=int, default=96)
+    ev.add_argument("--max-new-tokens", type=int, default=64)
     ev.set_defaults(func=cmd_eval)
 
     sub.add_parser("envs", help="list registered environments").set_defaults(func=cmd_envs)
