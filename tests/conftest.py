@@ -11,3 +11,18 @@ def tiny_tokenizer():
     from seedbench.tiny_model import tiny_tokenizer
 
     return tiny_tokenizer()
+
+
+@pytest.fixture(scope="session", autouse=True)
+def alfworld_data(request, tmp_path_factory):
+    """Point the ALFWorld env at a small generated test pool when no data is configured, so
+    registry-generated tests can make `alfworld` on a fresh machine."""
+    import importlib.util
+
+    if os.environ.get("SEEDBENCH_ALFWORLD_DATA") or importlib.util.find_spec("alfworld") is None:
+        return
+    from seedbench.envs.alfworld.data import build_test_pool
+
+    cache = getattr(request.config, "cache", None)
+    root = cache.mkdir("alfworld") if cache is not None else tmp_path_factory.mktemp("alfworld")
+    os.environ["SEEDBENCH_ALFWORLD_DATA"] = str(build_test_pool(root, workers=2))
