@@ -43,7 +43,7 @@ def make_engine(name: str, policy: Any, config: Any) -> GenerationEngine:
     """Build the engine `name` for `policy` (a `seedbench.policy.Policy`) under a `RunConfig`.
 
     Reads ``config.rollout.generation_batch_size`` and ``config.seed``; the vLLM engine also reads the
-    optional ``config.engine`` section (see `vllm_options`). Missing fields fall back to defaults, so a
+    optional ``config.vllm`` section (see `vllm_options`). Missing fields fall back to defaults, so a
     bare namespace works in tests."""
     resolved = resolve_engine_name(name)
     rollout = getattr(config, "rollout", None)
@@ -57,9 +57,9 @@ def make_engine(name: str, policy: Any, config: Any) -> GenerationEngine:
 
 
 def vllm_options(config: Any) -> dict[str, Any]:
-    """The vLLM knobs from ``config.engine`` (a dataclass or mapping), only those that are set."""
-    section = getattr(config, "engine", None)
-    if section is None or isinstance(section, str):
+    """The vLLM knobs from ``config.vllm`` (a `VLLMConfig` or mapping), only those that are set."""
+    section = getattr(config, "vllm", None)
+    if section is None:
         return {}
     values = section if isinstance(section, dict) else vars(section)
     keys = ("gpu_memory_utilization", "max_model_len", "enforce_eager", "enable_prefix_caching",

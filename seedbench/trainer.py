@@ -22,7 +22,7 @@ from seedbench.config import ConfigError, RunConfig, to_dict, update_dataclass
 from seedbench.generation import SamplingParams
 from seedbench.progress import progress_bar
 from seedbench.registry import load_object, make_env, resolve_agent, resolve_env
-from seedbench.rollout import LocalEnvs, TaskRef, Trajectory, run_episodes
+from seedbench.rollout import LocalEnvs, TaskRef, Trajectory
 from seedbench.rundir import RunDir, default_run_name, git_hash, package_versions
 from seedbench.scoring import forward_logprobs, score_responses
 
@@ -109,6 +109,7 @@ class Trainer:
         self.max_steps = config.rollout.max_steps or self.env.max_steps
         self.sampling = SamplingParams(max_new_tokens=config.rollout.max_new_tokens, temperature=config.rollout.temperature,
                                        top_p=config.rollout.top_p)
+        choose_rollout(config.rollout.scheduler, None)  # a bad scheduler fails before the model loads
         need_ref = agent_config.kl_coef > 0 if hasattr(agent_config, "kl_coef") else False
         self.policy = load_policy(config.model, need_reference=need_ref, seed=config.seed)
         from seedbench.engines import ENGINE_NAMES, make_engine
@@ -116,6 +117,7 @@ class Trainer:
         if config.engine not in ENGINE_NAMES:
             raise ConfigError(f"engine: unknown {config.engine!r}; choose one of {', '.join(ENGINE_NAMES)}")
         self.engine = make_engine(config.engine, self.policy, config)
+        self.run_episodes = choose_rollout(config.rollout.scheduler, self.engine)
         self.context = AgentContext(self.policy, self.engine, self.env, self.run_dir, config, self.sampling)
         self.agent = agent_cls(agent_config, self.context)
         self.optimizer = torch.optim.AdamW([p for p in self.policy.model.parameters() if p.requires_grad],
@@ -180,7 +182,7 @@ class Trainer:
         t_start = time.perf_counter()
         tasks = self._train_tasks(iteration)
         with progress_bar(total=self.max_steps, desc=f"iter {iteration} rollout", unit="step") as bar:
-            trajectories, rstats = run_episodes(
+            trajectories, rstats = self.run_episodes(
                 self.train_envs, self.env, self.engine, self.policy.tokenizer, tasks,
                 group_size=cfg.rollout.group_size, params=self.sampling, history_length=self.history_length,
                 max_steps=self.max_steps, episode_prefix=f"it{iteration}-", progress=bar,
@@ -190,7 +192,7 @@ class Trainer:
         t_prepare = time.perf_counter()
         samples, prep_metrics = self.agent.prepare(kept, rewards, iteration)
         t_update = time.perf_counter()
-        train_metrics = self.update(samples)
+        train_metrics = self.update(samples, kept)
         self.engine.sync_weights()
         t_end = time.perf_counter()
 
@@ -227,15 +229,17 @@ class Trainer:
               f"loss={metrics.get('train/loss', float('nan')):.4f} time={metrics['time/iteration_s']:.1f}s", flush=True)
         return metrics
 
-    def update(self, samples: list) -> dict[str, float]:
+    def update(self, samples: list, trajectories: list[Trajectory] = ()) -> dict[str, float]:
         """One PPO epoch (or `ppo_epochs`) over the samples, split into mini-batches of step samples;
-        old and reference log-probs are computed first with the pre-update weights."""
+        old and reference log-probs are computed first with the pre-update weights, and the old ones are
+        checked against the engine's sampled log-probs of the same tokens (`trajectories`)."""
         if not samples:
             return {"train/loss": 0.0, "train/samples": 0}
         cfg, policy = self.config.optim, self.policy
         prompts = [s.prompt_ids for s in samples]
         responses = [s.response_ids for s in samples]
         old_logp = self.context.score(prompts, responses)
+        check_metrics = self._check_logprobs(samples, old_logp, trajectories)
         ref_logp = None
         if self.agent.needs_reference:
             with policy.reference() as ref_model:
@@ -273,9 +277,25 @@ class Trainer:
         bar.close()
         steps = max(totals.pop("train/optimizer_steps", 0.0), 1.0)
         out = {"train/grad_norm": totals.pop("train/grad_norm_sum", 0.0) / steps,
-               "train/samples": len(samples), "train/response_tokens": token_total}
+               "train/samples": len(samples), "train/response_tokens": token_total, **check_metrics}
         out.update({k: v / max(token_total, 1) for k, v in totals.items()})
         return out
+
+    def _check_logprobs(self, samples, old_logp, trajectories) -> dict[str, float]:
+        """Engine vs trainer log-probs of the sampled tokens; warns when they disagree (biased PPO ratios).
+
+        Engines report log-probs of the sampling distribution, the trainer scores at temperature 1 with
+        no top-p, so the comparison is made only when sampling used exactly that distribution."""
+        if not trajectories or self.sampling.temperature != 1.0 or self.sampling.top_p < 1.0:
+            return {}
+        from seedbench.logprob_check import check_train_samples
+
+        check = check_train_samples(samples, old_logp, trajectories, self.config.logprob_check_threshold)
+        if check.tokens == 0:
+            return {}
+        if check.flagged:
+            print(f"seedbench: WARNING iteration {self.counters['iteration'] + 1}: {check.message()}", flush=True)
+        return check.metrics()
 
     def _micro_batch(self, indices, samples, old_logp, ref_logp, want_entropy):
         from seedbench.agents.grpo import MiniBatch
@@ -313,7 +333,7 @@ class Trainer:
                 if self.eval_envs is None or len(self.eval_envs) < len(tasks):
                     self.eval_envs = self._make_envs(len(tasks))
                 with progress_bar(total=self.max_steps, desc=f"eval {split}", unit="step") as bar:
-                    trajectories, _ = run_episodes(
+                    trajectories, _ = self.run_episodes(
                         self.eval_envs, self.env, self.engine, self.policy.tokenizer, tasks, group_size=1,
                         params=params, history_length=self.history_length, max_steps=self.max_steps,
                         episode_prefix=f"eval{self.counters['iteration']}-{split}-", progress=bar,
@@ -384,6 +404,21 @@ class Trainer:
         for envs in (self.train_envs, self.eval_envs):
             if envs is not None:
                 envs.close()
+
+
+ROLLOUT_SCHEDULERS = ("auto", "lockstep", "continuous")
+
+
+def choose_rollout(scheduler: str, engine: Any):
+    """The rollout function for ``rollout.scheduler``: lock-step (`seedbench.rollout`) or continuous
+    (`seedbench.async_rollout`); ``auto`` = continuous exactly when `engine` takes single requests."""
+    if scheduler not in ROLLOUT_SCHEDULERS:
+        raise ConfigError(f"rollout.scheduler: unknown {scheduler!r}; choose one of {', '.join(ROLLOUT_SCHEDULERS)}")
+    from seedbench import async_rollout, rollout
+
+    if scheduler == "continuous" or (scheduler == "auto" and async_rollout.supports_submit(engine)):
+        return async_rollout.run_episodes
+    return rollout.run_episodes
 
 
 def episode_record(traj: Trajectory, iteration: int, phase: str, reward: float | None) -> dict[str, Any]:

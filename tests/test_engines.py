@@ -51,12 +51,14 @@ def test_make_engine_hf_uses_the_rollout_batch_size(monkeypatch):
     assert isinstance(engine, HFEngine) and engine.name == "hf" and engine.batch_size == 5
 
 
-def test_vllm_options_come_from_the_engine_section():
+def test_vllm_options_come_from_the_vllm_section():
+    from seedbench.config import build_config
+
     assert engines.vllm_options(SimpleNamespace()) == {}
-    assert engines.vllm_options(SimpleNamespace(engine="vllm")) == {}
-    section = SimpleNamespace(name="vllm", gpu_memory_utilization=0.5, max_model_len=None, enforce_eager=True)
-    assert engines.vllm_options(SimpleNamespace(engine=section)) == {"gpu_memory_utilization": 0.5, "enforce_eager": True}
-    assert engines.vllm_options(SimpleNamespace(engine={"cpu_kv_cache_gib": 1})) == {"cpu_kv_cache_gib": 1}
+    assert engines.vllm_options(build_config()) == {}  # every knob unset: vLLM's defaults
+    config = build_config(overrides={"vllm": {"gpu_memory_utilization": 0.5, "enforce_eager": "true"}})
+    assert engines.vllm_options(config) == {"gpu_memory_utilization": 0.5, "enforce_eager": True}
+    assert engines.vllm_options(SimpleNamespace(vllm={"cpu_kv_cache_gib": 1})) == {"cpu_kv_cache_gib": 1}
 
 
 # --- vLLM against HF ------------------------------------------------------------------------------

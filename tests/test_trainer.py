@@ -132,3 +132,49 @@ def test_existing_run_directory_needs_resume(tmp_path):
     (out / "metrics.jsonl").write_text("{}\n")
     result = subprocess.run(_run_cli(out, 1), capture_output=True, text=True)
     assert result.returncode == 2 and "--resume" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_every_update_checks_engine_logprobs_against_the_trainer(tmp_path, capsys):
+    """fp32 HF engine vs fp32 recompute: the gap is logged and tiny; a corrupted engine value is flagged."""
+    trainer = Trainer(_config(tmp_path, "check", rollout={"tasks_per_batch": 2, "group_size": 2}))
+    metrics = trainer.iteration(1)
+    assert metrics["rollout/logprob_abs_diff"] < 1e-4 and metrics["rollout/logprob_mismatch"] == 0.0
+    assert "WARNING" not in capsys.readouterr().out
+
+    original = trainer.engine.generate
+
+    def biased(prompts, params):  # an engine whose reported log-probs are off by 0.5 nats
+        generations = original(prompts, params)
+        for g in generations:
+            g.logprobs = [x - 0.5 for x in g.logprobs]
+        return generations
+
+    trainer.engine.generate = biased
+    metrics = trainer.iteration(2)
+    assert metrics["rollout/logprob_abs_diff"] == pytest.approx(0.5, abs=1e-3)
+    assert metrics["rollout/logprob_mismatch"] == 1.0
+    assert "WARNING iteration 2: engine vs trainer log-probs" in capsys.readouterr().out
+    trainer.close()
+
+
+def test_rollout_scheduler_is_chosen_by_config_and_checked(tmp_path):
+    from seedbench import async_rollout, rollout
+    from seedbench.config import ConfigError
+    from seedbench.trainer import choose_rollout
+
+    class SubmitEngine:
+        def submit(self): ...
+        def poll(self): ...
+        def has_unfinished(self): ...
+
+    assert choose_rollout("auto", object()) is rollout.run_episodes  # HF: whole batches only
+    assert choose_rollout("auto", SubmitEngine()) is async_rollout.run_episodes
+    assert choose_rollout("continuous", object()) is async_rollout.run_episodes
+    assert choose_rollout("lockstep", SubmitEngine()) is rollout.run_episodes
+    with pytest.raises(ConfigError, match="lockstep"):
+        Trainer(_config(tmp_path, "bad-scheduler", rollout={"scheduler": "fifo"}))
+    # a continuous run trains and logs like a lock-step one
+    path = train(_config(tmp_path, "continuous", iterations=1, rollout={"scheduler": "continuous"},
+                         eval={"num_tasks": 4}))
+    metrics = list(read_jsonl(Path(path) / "metrics.jsonl"))
+    assert len(metrics) == 1 and metrics[0]["trajectories"] == 64 and metrics[0]["train/samples"] > 0
