@@ -73,10 +73,12 @@ def run_episodes(
 
     Same arguments (including `transform_prompt`, an agent's hook on the acting prompt) and results as
     `seedbench.rollout.run_episodes`, plus `env_threads`: threads that
-    step envs (None = one per env, capped at 16, for `LocalEnvs`; a single thread for any other env
-    container, whose `step_many` may not be safe to call concurrently; 0 = step in this thread)."""
+    step envs (None = one per env, capped at 16, for `LocalEnvs`; one per worker process for the
+    thread-safe ALFWorld `EnvPool`; a single thread for any other env container, whose `step_many` may
+    not be safe to call concurrently; 0 = step in this thread)."""
     if env_threads is None:
-        env_threads = min(len(tasks) * group_size, 16) if isinstance(envs, LocalEnvs) else 1
+        env_threads = (min(len(tasks) * group_size, 16) if isinstance(envs, LocalEnvs)
+                       else int(getattr(envs, "num_workers", 1)))
     runner = _Runner(envs, env_spec, engine, tokenizer, params, history_length, max_steps, progress, env_threads,
                      transform_prompt)
     try:

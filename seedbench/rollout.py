@@ -82,6 +82,10 @@ class LocalEnvs:
     def reset(self, index: int, seed: int, options: dict) -> tuple[str, dict]:
         return self.envs[index].reset(seed=seed, options=options)
 
+    def reset_many(self, requests: list[tuple[int, int, dict]]) -> list[tuple[str, dict]]:
+        """Reset several envs, given as (index, seed, options); the worker pool does them in parallel."""
+        return [self.reset(index, seed, options) for index, seed, options in requests]
+
     def step_many(self, actions: list[tuple[int, str]]) -> list[tuple | None]:
         """Step several envs; an entry is None when that env died (the episode is dropped)."""
         return [self.envs[index].step(text) for index, text in actions]
@@ -116,17 +120,16 @@ def run_episodes(
     observations: list[str] = []
     infos: list[dict] = []
     t0 = time.perf_counter()
-    for task_index, task in enumerate(tasks):
-        for member in range(group_size):
-            index = len(trajectories)
-            obs, info = envs.reset(index, task.seed, {"split": task.split})
-            trajectories.append(Trajectory(
-                episode_id=f"{episode_prefix}{task_index}-{member}", group_id=task_index, task=task,
-                task_text=str(info.get("task", "")), task_id=str(info.get("task_id", task.key())),
-                task_type=str(info.get("task_type", "")),
-            ))
-            observations.append(obs)
-            infos.append(info)
+    slots = [(task_index, task, member) for task_index, task in enumerate(tasks) for member in range(group_size)]
+    resets = envs.reset_many([(index, task.seed, {"split": task.split}) for index, (_, task, _) in enumerate(slots)])
+    for (task_index, task, member), (obs, info) in zip(slots, resets):
+        trajectories.append(Trajectory(
+            episode_id=f"{episode_prefix}{task_index}-{member}", group_id=task_index, task=task,
+            task_text=str(info.get("task", "")), task_id=str(info.get("task_id", task.key())),
+            task_type=str(info.get("task_type", "")),
+        ))
+        observations.append(obs)
+        infos.append(info)
     stats.env_time_s += time.perf_counter() - t0
     histories: list[list[HistoryItem]] = [[] for _ in trajectories]
     instruction = getattr(env_spec, "instruction", "")
