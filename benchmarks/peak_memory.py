@@ -9,8 +9,7 @@ the run (1 iteration, 1 eval task per split, 1 step per episode) without changin
 response length or micro-batch that set the peak: the largest allocation is one micro-batch's logits
 in the update (8 samples × sequence × vocabulary), and 8 episodes × 1 step fill exactly one; the
 overrides used are recorded. ``--python`` runs the
-training under another interpreter (e.g. the vLLM virtual environment, with ``-- --engine vllm`` once
-the trainer has the flag).
+training under another interpreter (e.g. the vLLM virtual environment, with ``-- --engine vllm``).
 """
 
 from __future__ import annotations

@@ -82,7 +82,7 @@ def cmd_eval(args) -> int:
     from seedbench.evaluate import evaluate_agent
 
     result = evaluate_agent(args.agent, args.env, episodes=args.episodes, split=args.split, seed=args.seed,
-                            temperature=args.temperature, max_new_tokens=args.max_new_tokens)
+                            temperature=args.temperature, max_new_tokens=args.max_new_tokens, engine=args.engine)
     print(f"seedbench: {args.agent} on {args.env} ({result['split']}, {result['num_tasks']} tasks): "
           f"success micro={result['success_micro']:.3f} macro={result['success_macro']:.3f}")
     for task_type, rate in result["per_type"].items():
@@ -150,6 +150,7 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--seed", type=int, default=0)
     ev.add_argument("--temperature", type=float, default=0.4)
     ev.add_argument("--max-new-tokens", type=int, default=64)
+    ev.add_argument("--engine", choices=["auto", "hf", "vllm"], default="auto", help="generation engine for a checkpoint")
     ev.set_defaults(func=cmd_eval)
 
     sub.add_parser("envs", help="list registered environments").set_defaults(func=cmd_envs)

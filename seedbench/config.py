@@ -46,8 +46,9 @@ class RolloutConfig:
     """B: distinct tasks per update (paper: 16)."""
     group_size: int = 4
     """N: rollouts per task, all from the same initial state (paper: 8)."""
-    max_new_tokens: int = 64
-    """Per-step response budget (paper: 512; small here so the CPU default finishes in minutes)."""
+    max_new_tokens: int = 32
+    """Per-step response budget (paper: 512). Small on purpose: on a 2-core CPU a decode step of the
+    135M model costs ~0.2 s whatever the batch (memory-bound), so this sets most of the rollout time."""
     temperature: float = 1.0
     top_p: float = 1.0
     max_steps: int | None = None
@@ -131,8 +132,9 @@ class RunConfig:
     logprob_check_threshold: float = 0.05
     """Mean |engine − trainer| log-prob per token above which an update is flagged and a warning printed
     (`seedbench.logprob_check`); the gap is logged every iteration as ``rollout/logprob_abs_diff``."""
-    num_env_workers: int = 0
-    """Env worker processes (0 = step envs in this process)."""
+    num_env_workers: int | None = None
+    """Env worker processes: 0 = step envs in this process; None = one per available CPU for envs that ask
+    for it (``worker_processes``, e.g. ALFWorld), else 0."""
 
 
 def _coerce(value: Any, target_type: Any, path: str) -> Any:

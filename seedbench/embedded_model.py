@@ -51,15 +51,23 @@ def converted_dir() -> tuple[Path, str]:
     """Return (HF checkpoint directory, GGUF checksum), converting the GGUF once if needed."""
     source = gguf_path()
     stat = source.stat()
-    # The checksum is cached next to the conversion, keyed by size+mtime, to avoid hashing every run.
+    # The conversion is keyed by the GGUF's checksum. Size+mtime are remembered next to it only to skip
+    # hashing on every run; another install of the same file (a second virtual environment) has another
+    # mtime, is hashed once, matches, and reuses the conversion.
     target = cache_dir("models", EMBEDDED_NAME)
     marker = target / "seedbench_source.json"
+    info = {}
     if marker.exists():
-        info = json.loads(marker.read_text())
-        if info.get("size") == stat.st_size and info.get("mtime") == stat.st_mtime and (target / "config.json").exists():
-            return target, info["sha256"]
+        try:
+            info = json.loads(marker.read_text())
+        except json.JSONDecodeError:
+            info = {}
+    converted = (target / "config.json").exists()
+    if converted and info.get("size") == stat.st_size and info.get("mtime") == stat.st_mtime:
+        return target, info["sha256"]
     checksum = sha256_file(source)
-    _convert(source, target)
+    if not (converted and info.get("sha256") == checksum):
+        _convert(source, target)
     tmp = marker.with_suffix(".tmp")
     tmp.write_text(json.dumps({"sha256": checksum, "size": stat.st_size, "mtime": stat.st_mtime, "gguf": str(source)}))
     os.replace(tmp, marker)

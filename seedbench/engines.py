@@ -65,3 +65,10 @@ def vllm_options(config: Any) -> dict[str, Any]:
     keys = ("gpu_memory_utilization", "max_model_len", "enforce_eager", "enable_prefix_caching",
             "cpu_kv_cache_gib", "max_num_seqs")
     return {key: values[key] for key in keys if values.get(key) is not None}
+
+
+def close_engine(engine: Any) -> None:
+    """Release an engine's resources (vLLM: its model, KV cache and start-up checkpoint; HF: nothing)."""
+    close = getattr(engine, "close", None)
+    if callable(close):
+        close()

@@ -72,7 +72,7 @@ def resolve_checkpoint(path: Path) -> tuple[str, Path | None, dict]:
 
 
 def evaluate_agent(agent: str, env_name: str, *, episodes: int = 16, split: str | None = None, seed: int = 0,
-                   temperature: float = 0.4, max_new_tokens: int = 96) -> dict[str, Any]:
+                   temperature: float = 0.4, max_new_tokens: int = 96, engine: str = "auto") -> dict[str, Any]:
     from seedbench.trainer import success_table
 
     env = make_env(env_name)
@@ -84,14 +84,18 @@ def evaluate_agent(agent: str, env_name: str, *, episodes: int = 16, split: str 
         choose = _random_choice(random.Random(seed)) if agent == "random" else _scripted_choice()
         trajectories = [_text_agent_episode(env, task, choose, env.max_steps) for task in tasks]
     else:
-        trajectories = _evaluate_model(Path(agent), env_name, env, tasks, seed, temperature, max_new_tokens)
+        trajectories = _evaluate_model(Path(agent), env_name, env, tasks, seed, temperature, max_new_tokens, engine)
     return {"split": split, "num_tasks": len(tasks), **success_table(trajectories)}
 
 
-def _evaluate_model(path: Path, env_name: str, env: Any, tasks, seed: int, temperature: float, max_new_tokens: int):
+def _evaluate_model(path: Path, env_name: str, env: Any, tasks, seed: int, temperature: float, max_new_tokens: int,
+                    engine_name: str = "auto"):
+    from types import SimpleNamespace
+
     import torch
 
-    from seedbench.generation import HFEngine, SamplingParams
+    from seedbench.engines import close_engine, make_engine
+    from seedbench.generation import SamplingParams
     from seedbench.policy import load_policy
     from seedbench.rollout import LocalEnvs, run_episodes
 
@@ -103,9 +107,13 @@ def _evaluate_model(path: Path, env_name: str, env: Any, tasks, seed: int, tempe
     policy = load_policy(model_config, need_reference=False, seed=int(run_config.get("seed", seed)) if run_config else seed)
     if state is not None:
         policy.model.load_state_dict(torch.load(state, map_location=policy.device))
-    engine = HFEngine(policy.model, policy.tokenizer, policy.device, dtype=policy.compute_dtype)
+    engine = make_engine(engine_name, policy, SimpleNamespace(seed=seed))
     envs = LocalEnvs(lambda: make_env(env_name), len(tasks))
     params = SamplingParams(max_new_tokens=max_new_tokens, temperature=temperature, greedy=temperature == 0)
-    trajectories, _ = run_episodes(envs, env, engine, policy.tokenizer, tasks, group_size=1, params=params,
-                                   history_length=env.history_length, max_steps=env.max_steps)
+    try:
+        trajectories, _ = run_episodes(envs, env, engine, policy.tokenizer, tasks, group_size=1, params=params,
+                                       history_length=env.history_length, max_steps=env.max_steps)
+    finally:
+        envs.close()
+        close_engine(engine)
     return trajectories

@@ -59,6 +59,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--batch-size", type=int, default=4, help="SFT examples per device step")
     p.add_argument("--grad-accum", type=int, default=1, help="SFT gradient accumulation steps")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--engine", default="auto", choices=["auto", "hf", "vllm"],
+                   help="generation engine of the base-policy rollout (auto: vLLM when installed)")
     p.add_argument("--device", default="auto")
     p.add_argument("--dtype", default="auto", help="compute dtype of rollout and annotation (training keeps fp32 weights)")
     p.add_argument("--lora-rank", type=int, default=0, help="LoRA rank (0 = full fine-tune); adapters are merged on save")
@@ -96,7 +98,8 @@ def run(args: argparse.Namespace) -> Path:
     from seedbench.agents.analysis import episode_steps, fit_analyzer_content, parse_analysis
     from seedbench.annotators import AnnotationRequest, make_annotator
     from seedbench.config import ModelConfig
-    from seedbench.generation import HFEngine, SamplingParams
+    from seedbench.engines import close_engine, make_engine
+    from seedbench.generation import SamplingParams
     from seedbench.policy import load_policy
     from seedbench.registry import make_env, resolve_env
     from seedbench.rollout import LocalEnvs, TaskRef, run_episodes
@@ -126,7 +129,7 @@ def run(args: argparse.Namespace) -> Path:
     model_cfg = ModelConfig(name=args.model, device=args.device, dtype=args.dtype, lora_rank=args.lora_rank)
     policy = load_policy(model_cfg, need_reference=False, seed=args.seed)
     tokenizer = policy.tokenizer
-    engine = HFEngine(policy.model, tokenizer, policy.device, dtype=policy.compute_dtype)
+    engine = make_engine(args.engine, policy, args)
     env = make_env(entry.alias)
     history = args.history_length if args.history_length is not None else env.history_length
     max_steps = args.max_steps or env.max_steps
@@ -148,6 +151,7 @@ def run(args: argparse.Namespace) -> Path:
             print(f"seedbench: rollout {min(start + chunk, len(tasks))}/{len(tasks)} tasks", flush=True)
     finally:
         envs.close()
+        close_engine(engine)  # frees vLLM's memory before the SFT step
     t_rollout = time.perf_counter() - t0
 
     # 2. annotate with the true outcome; keep parseable answers

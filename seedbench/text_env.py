@@ -48,6 +48,8 @@ class TextEnv(gym.Env):
     - ``splits``: the split names `reset(options={"split": ...})` accepts; the first is the train split.
     - ``eval_split``: the split evaluated by default.
     - ``instruction``: env-specific rules shown once in every prompt (action grammar, legend, ...).
+    - ``worker_processes``: True for envs whose reset/step is slow enough (ALFWorld: ~1 s / ~50 ms) that
+      the trainer should, by default, run instances in worker processes rather than step them serially.
     """
 
     metadata: ClassVar[dict[str, Any]] = {"render_modes": ["ansi"]}
@@ -57,6 +59,7 @@ class TextEnv(gym.Env):
     splits: tuple[str, ...] = ("train", "test")
     eval_split: str = "test"
     instruction: str = ""
+    worker_processes: bool = False
 
     def __init__(self, render_mode: str | None = None):
         self.observation_space = text_space()

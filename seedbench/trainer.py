@@ -137,10 +137,13 @@ class Trainer:
     # -- setup ------------------------------------------------------------------------------------
     def _make_envs(self, num: int):
         alias, kwargs = self.env_entry.alias, dict(self.config.env_kwargs)
-        if self.config.num_env_workers > 0:
-            from seedbench.envs.alfworld.workers import EnvPool
+        from seedbench.envs.alfworld.workers import EnvPool, available_cpus  # light: no alfworld import
 
-            return EnvPool((alias, kwargs), num_envs=num, num_workers=self.config.num_env_workers)
+        workers = self.config.num_env_workers
+        if workers is None:
+            workers = available_cpus() if getattr(self.env, "worker_processes", False) else 0
+        if workers > 0:
+            return EnvPool((alias, kwargs), num_envs=num, num_workers=workers)
         return LocalEnvs(lambda: make_env(alias, **kwargs), num)
 
     def _eval_tasks(self) -> dict[str, list[TaskRef]]:
@@ -401,9 +404,12 @@ class Trainer:
         )
 
     def close(self) -> None:
+        from seedbench.engines import close_engine
+
         for envs in (self.train_envs, self.eval_envs):
             if envs is not None:
                 envs.close()
+        close_engine(self.engine)
 
 
 ROLLOUT_SCHEDULERS = ("auto", "lockstep", "continuous")

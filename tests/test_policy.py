@@ -48,3 +48,34 @@ def test_trained_run_directory_evaluates(tmp_path):
     for agent in (out, out / "final_model"):
         result = evaluate_agent(str(agent), "choice", episodes=4, max_new_tokens=3)
         assert result["num_tasks"] == 4 and 0.0 <= result["success_micro"] <= 1.0
+
+
+def test_embedded_conversion_is_keyed_on_the_gguf_checksum(tmp_path, monkeypatch):
+    """A second install of the same GGUF (new mtime) reuses the conversion; a different file reconverts."""
+    import hashlib
+    import os
+
+    from seedbench import embedded_model
+
+    gguf = tmp_path / "site" / "SmolLM2.gguf"
+    gguf.parent.mkdir()
+    gguf.write_bytes(b"weights v1")
+    conversions = []
+
+    def fake_convert(source, target):
+        conversions.append(source.read_bytes())
+        target.mkdir(parents=True, exist_ok=True)
+        (target / "config.json").write_text("{}")
+
+    monkeypatch.setenv("SEEDBENCH_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setattr(embedded_model, "gguf_path", lambda: gguf)
+    monkeypatch.setattr(embedded_model, "_convert", fake_convert)
+
+    target, checksum = embedded_model.converted_dir()
+    assert checksum == hashlib.sha256(b"weights v1").hexdigest() and conversions == [b"weights v1"]
+    assert embedded_model.converted_dir() == (target, checksum) and len(conversions) == 1
+    os.utime(gguf, (1, 1))  # the same file installed again elsewhere: another mtime
+    assert embedded_model.converted_dir() == (target, checksum) and len(conversions) == 1
+    gguf.write_bytes(b"weights v2")  # a different file: converted again, new checksum recorded
+    assert embedded_model.converted_dir()[1] == hashlib.sha256(b"weights v2").hexdigest()
+    assert conversions == [b"weights v1", b"weights v2"]

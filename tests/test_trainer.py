@@ -178,3 +178,24 @@ def test_rollout_scheduler_is_chosen_by_config_and_checked(tmp_path):
                          eval={"num_tasks": 4}))
     metrics = list(read_jsonl(Path(path) / "metrics.jsonl"))
     assert len(metrics) == 1 and metrics[0]["trajectories"] == 64 and metrics[0]["train/samples"] > 0
+
+
+def test_envs_that_ask_for_worker_processes_get_a_pool_by_default(tmp_path, monkeypatch):
+    from seedbench.envs.alfworld.workers import EnvPool
+    from seedbench.envs.choice import TwoChoiceEnv
+    from seedbench.rollout import LocalEnvs
+
+    trainer = Trainer(_config(tmp_path, "local", rollout={"tasks_per_batch": 1, "group_size": 2}))
+    assert isinstance(trainer.train_envs, LocalEnvs)  # choice does not ask: stepped in-process
+    trainer.close()
+    monkeypatch.setattr(TwoChoiceEnv, "worker_processes", True)
+    trainer = Trainer(_config(tmp_path, "pool", rollout={"tasks_per_batch": 1, "group_size": 2}))
+    try:
+        assert isinstance(trainer.train_envs, EnvPool) and trainer.train_envs.num_workers >= 1
+        metrics = trainer.iteration(1)  # the pool plays real episodes
+        assert metrics["trajectories"] == 2 and metrics["rollout/dropped_episodes"] == 0
+    finally:
+        trainer.close()
+    explicit = Trainer(_config(tmp_path, "forced-local", num_env_workers=0))
+    assert isinstance(explicit.train_envs, LocalEnvs)
+    explicit.close()

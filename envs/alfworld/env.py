@@ -173,6 +173,7 @@ def _strip_welcome(text: str) -> str:
 class ALFWorldEnv(TextEnv):
     history_length = 5
     max_steps = 30
+    worker_processes = True
     invalid_action_penalty = 0.1
     splits = SPLITS
     eval_split = "valid_seen"
