@@ -2,8 +2,10 @@
 
 Precedence: dataclass defaults < YAML recipe (``--config``) < CLI flags / ``--set key=value``. The
 resolved config is written to ``config.yaml`` in the run directory. The defaults are a *small CPU
-budget* so that ``seedbench run`` finishes in minutes on a laptop; paper-scale recipes live in
-``configs/`` (e.g. ``configs/alfworld_seed_paper.yaml``).
+budget* (2 × 4 episodes, 32 new tokens per step; tens of minutes per Sokoban update on a 2-core CI
+machine, where the 135M model's decode is memory-bound); ``configs/quickstart_cpu.yaml`` is the smaller
+smoke-run budget of the README, and paper-scale recipes live in ``configs/`` (e.g.
+``configs/alfworld_seed_paper.yaml``).
 
 Agent-specific settings (GRPO, SEED, GiGPO coefficients) live in ``algo``, a flat mapping validated
 against the agent's own config dataclass (`seedbench.agents.*.Config`), so a typo is an error that names

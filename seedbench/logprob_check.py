@@ -18,8 +18,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import torch
-
 DEFAULT_THRESHOLD = 0.05
 """Mean |Δ log p| per token above which a run is flagged. A bf16 engine against bf16 autocast of the
 same weights measured 0.01–0.03 on SmolLM2-135M (docs/performance.md); a stale weight sync or a wrong
@@ -104,29 +102,15 @@ def check_train_samples(samples: Sequence[Any], old_logp: Sequence[Sequence[floa
     return compare_logprobs(sampled, recomputed, threshold)
 
 
-@torch.no_grad()
 def recompute_logprobs(model: Any, prompts: Sequence[list[int]], responses: Sequence[list[int]], pad_id: int,
                        device: Any, *, temperature: float = 1.0, micro_batch_size: int = 8,
                        autocast: Any = None) -> list[list[float]]:
     """Log-probs of `responses` under ``logits / temperature`` of `model` (what an engine reports)."""
-    from seedbench.scoring import pad_batch
+    from seedbench.scoring import score_responses
 
-    was_training = model.training
-    model.eval()
-    out: list[list[float]] = []
-    for start in range(0, len(prompts), micro_batch_size):
-        p, r = list(prompts[start : start + micro_batch_size]), list(responses[start : start + micro_batch_size])
-        input_ids, attention, index, _ = (t.to(device) for t in pad_batch(p, r, pad_id))
-        targets = torch.gather(input_ids, 1, (index + 1).clamp(max=input_ids.shape[1] - 1))
-        ctx = autocast if autocast is not None else torch.autocast(device_type=torch.device(device).type, enabled=False)
-        with ctx:
-            logits = model(input_ids=input_ids, attention_mask=attention).logits
-        picked = torch.gather(logits, 1, index.unsqueeze(-1).expand(-1, -1, logits.shape[-1])).float() / temperature
-        logp = torch.log_softmax(picked, dim=-1).gather(-1, targets.unsqueeze(-1)).squeeze(-1)
-        out.extend(logp[row, : len(resp)].cpu().tolist() for row, resp in enumerate(r))
-    if was_training:
-        model.train()
-    return out
+    return score_responses(model, list(prompts), list(responses), pad_id, device, micro_batch_size,
+                           autocast_factory=(lambda: autocast) if autocast is not None else None,
+                           temperature=temperature)
 
 
 def check_engine(engine: Any, model: Any, tokenizer: Any, prompts: Sequence[list[int]], params: Any, device: Any,

@@ -47,14 +47,18 @@ def test_grpo_learns_the_rewarded_action_and_lr_zero_stays_at_chance(tmp_path):
 
 
 def test_prompt_tokens_never_receive_gradient(tmp_path):
-    """The loss's gradient w.r.t. the logits is zero at every position that predicts a prompt token."""
+    """Only the logits that predict response tokens are computed and get gradient; a prompt token's
+    prediction is not even projected onto the vocabulary, and the loss is unchanged by prompt logits."""
     trainer = Trainer(_config(tmp_path, "mask"))
     tok = trainer.policy.tokenizer
     from seedbench.agents.grpo import TrainSample
 
-    prompt = tok("left right left right up", add_special_tokens=False)["input_ids"]
-    response = tok("right down", add_special_tokens=False)["input_ids"]
-    sample = TrainSample(prompt, response, advantage=1.0, traj_index=0)
+    long_prompt = tok("left right left right up", add_special_tokens=False)["input_ids"]
+    short_prompt = tok("up down", add_special_tokens=False)["input_ids"]
+    long_response = tok("right down left", add_special_tokens=False)["input_ids"]
+    short_response = tok("left", add_special_tokens=False)["input_ids"]
+    samples = [TrainSample(long_prompt, short_response, advantage=1.0, traj_index=0),
+               TrainSample(short_prompt, long_response, advantage=-1.0, traj_index=1)]
     captured = {}
 
     def keep_logits(module, inputs, output):
@@ -62,16 +66,26 @@ def test_prompt_tokens_never_receive_gradient(tmp_path):
         captured["logits"] = output
 
     handle = trainer.policy.model.lm_head.register_forward_hook(keep_logits)
-    mb = trainer._micro_batch([0], [sample], [[-1.0] * len(response)], None, True)
+    old = [[-1.0] * len(s.response_ids) for s in samples]
+    mb = trainer._micro_batch([0, 1], samples, old, None, True)
     handle.remove()
-    assert mb.mask.sum().item() == len(response)
+    assert mb.mask.sum().item() == len(short_response) + len(long_response)
     loss, _ = trainer.agent.loss(mb)
     loss.backward()
-    grad = captured["logits"].grad[0].abs().sum(-1)  # [sequence]
-    first_response_predictor = len(prompt) - 1
-    assert grad[:first_response_predictor].sum().item() == 0.0
-    assert (grad[first_response_predictor : first_response_predictor + len(response)] > 0).all()
-    assert grad[first_response_predictor + len(response) :].sum().item() == 0.0
+    grad = captured["logits"].grad.abs().sum(-1)  # [B, columns projected]
+    # projected: one column per response token plus the column after the last one (unused)
+    assert grad.shape == (2, len(long_response) + 1)
+    assert (grad[0, : len(short_response)] > 0).all() and grad[0, len(short_response) :].sum().item() == 0.0
+    assert (grad[1, : len(long_response)] > 0).all() and grad[1, len(long_response) :].sum().item() == 0.0
+    # the same log-probs as scoring each sample alone, unpadded, with the full logits
+    model = trainer.policy.model
+    for row, sample in enumerate(samples):
+        ids = torch.tensor([sample.prompt_ids + sample.response_ids])
+        with torch.no_grad():
+            full = torch.log_softmax(model(input_ids=ids).logits[0].float(), -1)
+        n, p = len(sample.response_ids), len(sample.prompt_ids)
+        expected = full[p - 1 : p - 1 + n].gather(-1, torch.tensor(sample.response_ids)[:, None]).squeeze(-1)
+        assert torch.allclose(mb.logp[row, :n].detach(), expected, atol=1e-5)
     trainer.close()
 
 
