@@ -2,8 +2,8 @@
 
 Precedence: dataclass defaults < YAML recipe (``--config``) < CLI flags / ``--set key=value``. The
 resolved config is written to ``config.yaml`` in the run directory. The defaults are a *small CPU
-budget* (2 × 4 episodes, 32 new tokens per step; tens of minutes per Sokoban update on a 2-core CI
-machine, where the 135M model's decode is memory-bound); ``configs/quickstart_cpu.yaml`` is the smaller
+budget* (2 × 2 episodes, 24 new tokens per step; still about a quarter of an hour per 15-step Sokoban
+update on a 2-core CI machine, docs/performance.md); ``configs/quickstart_cpu.yaml`` is the smaller
 smoke-run budget of the README, and paper-scale recipes live in ``configs/`` (e.g.
 ``configs/alfworld_seed_paper.yaml``).
 
@@ -46,9 +46,10 @@ class ModelConfig:
 class RolloutConfig:
     tasks_per_batch: int = 2
     """B: distinct tasks per update (paper: 16)."""
-    group_size: int = 4
-    """N: rollouts per task, all from the same initial state (paper: 8)."""
-    max_new_tokens: int = 32
+    group_size: int = 2
+    """N: rollouts per task, all from the same initial state (paper: 8; 2 is the smallest group with a
+    GRPO signal, the CPU default)."""
+    max_new_tokens: int = 24
     """Per-step response budget (paper: 512). Small on purpose: on a 2-core CPU a decode step of the
     135M model costs ~0.2 s whatever the batch (memory-bound), so this sets most of the rollout time."""
     temperature: float = 1.0
