@@ -76,8 +76,10 @@ class OptimConfig:
     grad_clip: float = 1.0
     mini_batch_size: int = 16
     """Step samples per optimizer step (one PPO epoch split into mini-batches)."""
-    micro_batch_size: int = 8
-    """Step samples per forward pass (gradient accumulation inside a mini-batch)."""
+    micro_batch_size: int = 2
+    """Step samples per forward pass (gradient accumulation inside a mini-batch). Sets the update's peak
+    memory: fp32 activations of SmolLM2-135M kept for the backward pass cost ~1.3 GB per 450-token
+    sample (measured: a GRPO update peaked at 13.5 GB RSS with 8, the whole run at 5 GB with 2)."""
     ppo_epochs: int = 1
 
 
