@@ -72,10 +72,13 @@ def test_bad_specs_are_one_line_errors(tmp_path, change, message):
 
 
 def test_trajectory_budget_is_converted_with_the_rollout_config(tmp_path):
-    # defaults: rollout.tasks_per_batch 2 × group_size 4 = 8 trajectories per iteration
-    assert ex.expand(spec_for(tmp_path, budget={"trajectories": 20}))[0].iterations == 3
-    spec = spec_for(tmp_path, budget={"trajectories": 20}, set={"rollout.group_size": 2})
+    # tasks_per_batch × group_size trajectories per iteration, rounded up
+    spec = spec_for(tmp_path, budget={"trajectories": 20}, set={"rollout.tasks_per_batch": 2, "rollout.group_size": 4})
+    assert ex.expand(spec)[0].iterations == 3
+    spec = spec_for(tmp_path, budget={"trajectories": 20}, set={"rollout.tasks_per_batch": 2, "rollout.group_size": 2})
     assert ex.expand(spec)[0].iterations == 5
+    spec = spec_for(tmp_path, budget={"trajectories": 20}, set={"rollout.tasks_per_batch": 3, "rollout.group_size": 1})
+    assert ex.expand(spec)[0].iterations == 7
 
 
 def test_cli_reports_bad_input_in_one_line(tmp_path, capsys):
