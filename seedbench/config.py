@@ -2,8 +2,8 @@
 
 Precedence: dataclass defaults < YAML recipe (``--config``) < CLI flags / ``--set key=value``. The
 resolved config is written to ``config.yaml`` in the run directory. The defaults are a *small CPU
-budget* (2 × 2 episodes, 24 new tokens per step; still about a quarter of an hour per 15-step Sokoban
-update on a 2-core CI machine, docs/performance.md); ``configs/quickstart_cpu.yaml`` is the smaller
+budget* (2 × 2 episodes, 24 new tokens per step; a 15-step Sokoban update still took 20–39 minutes
+on the shared 2-core CI machine, docs/performance.md); ``configs/quickstart_cpu.yaml`` is the smaller
 smoke-run budget of the README, and paper-scale recipes live in ``configs/`` (e.g.
 ``configs/alfworld_seed_paper.yaml``).
 
@@ -79,7 +79,7 @@ class OptimConfig:
     micro_batch_size: int = 2
     """Step samples per forward pass (gradient accumulation inside a mini-batch). Sets the update's peak
     memory: fp32 activations of SmolLM2-135M kept for the backward pass cost ~1.3 GB per 450-token
-    sample (measured: a GRPO update peaked at 13.5 GB RSS with 8, the whole run at 5 GB with 2)."""
+    sample (measured: a GRPO update peaked at 13.5 GB RSS with 8 and at 5.2 GB with 2)."""
     ppo_epochs: int = 1
 
 
