@@ -250,6 +250,7 @@ def _fine_tune(policy: Any, train_rows: list[dict], val_rows: list[dict], args: 
     from transformers.trainer_callback import PrinterCallback
 
     trainer.remove_callback(PrinterCallback)  # the per-step log goes to sft_log.jsonl, not the console
+    trainer.add_callback(_progress_callback())
     before = trainer.evaluate()["eval_loss"] if val_rows else None
     result = trainer.train()
     after = trainer.evaluate()["eval_loss"] if val_rows else None
@@ -261,3 +262,28 @@ def _fine_tune(policy: Any, train_rows: list[dict], val_rows: list[dict], args: 
           + (f", val loss {before:.4f} -> {after:.4f}" if val_rows else ""), flush=True)
     return {"train_loss": float(result.training_loss), "val_loss_before": before, "val_loss_after": after,
             "sft_steps": int(trainer.state.global_step)}
+
+
+def _progress_callback() -> Any:
+    """A seedbench progress bar over the SFT optimiser steps, with the latest training loss. The Trainer's
+    own tqdm is off because it redraws every step, which floods a log file. Built inside a function so
+    that importing this module does not import transformers."""
+    from transformers import TrainerCallback
+
+    from seedbench.progress import progress_bar
+
+    class SFTProgress(TrainerCallback):
+        def on_train_begin(self, args, state, control, **kwargs):
+            self.bar = progress_bar(total=state.max_steps, desc="analyzer SFT", unit="step")
+
+        def on_step_end(self, args, state, control, **kwargs):
+            self.bar.update(state.global_step - self.bar.n)
+
+        def on_log(self, args, state, control, logs=None, **kwargs):
+            if logs and "loss" in logs:
+                self.bar.set_postfix(loss=f"{logs['loss']:.3f}", refresh=False)
+
+        def on_train_end(self, args, state, control, **kwargs):
+            self.bar.close()
+
+    return SFTProgress()
