@@ -11,7 +11,7 @@ import torch
 from seedbench.agents.seed import ANALYZER_SFT_MARKER
 from seedbench.annotators import AnnotationRequest, AnnotatorUnavailable, EndpointAnnotator, make_annotator
 from seedbench.config import build_config
-from seedbench.sft_analyzer import MARKER, _tokenize, main
+from seedbench.sft_analyzer import MARKER, _progress_callback, _tokenize, main
 
 
 @pytest.fixture(autouse=True)
@@ -56,6 +56,22 @@ def test_seed_starts_from_the_stage1_checkpoint_and_finds_its_library(stage1, tm
     for ours, reference in zip(trainer.policy.model.parameters(), trainer.policy.ref_model.parameters()):
         assert torch.equal(ours.to(reference.dtype), reference)
     trainer.close()
+
+
+def test_sft_progress_bar_counts_optimiser_steps_and_shows_the_loss(monkeypatch, capsys):
+    from transformers import TrainerState
+
+    monkeypatch.setenv("SEEDBENCH_PROGRESS", "1")
+    callback, state = _progress_callback(), TrainerState(max_steps=3)
+    callback.on_train_begin(None, state, None)
+    for step in (1, 2, 3):
+        state.global_step = step
+        callback.on_step_end(None, state, None)
+        callback.on_log(None, state, None, logs={"loss": 1.0 / step})
+    assert (callback.bar.n, callback.bar.total) == (3, 3)
+    assert callback.bar.postfix == "loss=0.333"
+    callback.on_train_end(None, state, None)
+    assert "analyzer SFT" in capsys.readouterr().err
 
 
 def test_prompt_tokens_are_masked_in_the_sft_labels(tiny_tokenizer):
