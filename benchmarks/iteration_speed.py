@@ -10,6 +10,11 @@ that matters. Besides the wall time per iteration the table splits it into rollo
 all agents; differs only through what each policy generates), prepare (SEED: analysis + re-scoring;
 GiGPO: anchor grouping) and update, and normalises by generated rollout tokens.
 
+The agents' sampled rollouts still differ (each policy samples its own actions, and an episode that is won
+early has fewer steps), so their updates see different numbers of step samples. The column "x grpo (equal
+work)" therefore also prices each agent's iteration at GRPO's rollout and GRPO's sample count: GRPO's
+rollout time + the agent's prepare time + its update seconds per step sample × GRPO's samples.
+
 Writes ``<output>/iteration_speed.json`` and prints the table and the ratios.
 """
 
@@ -81,6 +86,7 @@ def main(argv=None) -> int:
     for agent, iteration in schedule:
         metrics = trainers[agent].iteration(iteration)
         keep = {k: v for k, v in metrics.items() if k.startswith(("time/", "seed/", "gigpo/", "rollout/"))}
+        keep["train/samples"] = metrics.get("train/samples", 0)
         records[agent].append({"iteration": iteration, **keep})
     for trainer in trainers.values():
         trainer.close()
@@ -91,18 +97,25 @@ def main(argv=None) -> int:
         tokens = float(np.mean([r["rollout/response_tokens_mean"] * max(r["rollout/episode_length"], 1e-9) for r in rows]))
         summary[agent] = {**mean, "iterations": rows}
         summary[agent]["rollout_s_per_step_token"] = mean["time/rollout_s"] / max(tokens, 1e-9)
+        summary[agent]["samples"] = float(np.mean([r["train/samples"] for r in rows]))
+        summary[agent]["update_s_per_sample"] = mean["time/update_s"] / max(summary[agent]["samples"], 1e-9)
     base = summary.get("grpo")
     print(f"\nseconds per iteration ({args.env}, {args.model}, {args.iterations} iterations each, "
           f"{'sequential' if args.sequential else 'interleaved'})")
-    print(f"{'agent':<10}{'iteration':>11}{'rollout':>10}{'prepare':>10}{'update':>10}{'x grpo':>9}{'non-rollout x':>15}")
+    print(f"{'agent':<10}{'iteration':>11}{'rollout':>10}{'prepare':>10}{'update':>10}{'samples':>9}{'x grpo':>9}"
+          f"{'non-rollout x':>15}{'x grpo (equal work)':>21}")
     ratios = {}
     for agent, row in summary.items():
         ratio = row["time/iteration_s"] / base["time/iteration_s"] if base else float("nan")
         own = row["time/prepare_s"] + row["time/update_s"]
         base_own = base["time/prepare_s"] + base["time/update_s"] if base else float("nan")
-        ratios[agent] = {"iteration": ratio, "prepare_plus_update": own / base_own if base else float("nan")}
+        equal_work = (base["time/rollout_s"] + row["time/prepare_s"] + row["update_s_per_sample"] * base["samples"]
+                      ) / base["time/iteration_s"] if base else float("nan")
+        ratios[agent] = {"iteration": ratio, "prepare_plus_update": own / base_own if base else float("nan"),
+                         "iteration_at_grpo_work": equal_work}
         print(f"{agent:<10}{row['time/iteration_s']:>11.1f}{row['time/rollout_s']:>10.1f}{row['time/prepare_s']:>10.1f}"
-              f"{row['time/update_s']:>10.1f}{ratio:>9.2f}{ratios[agent]['prepare_plus_update']:>15.2f}")
+              f"{row['time/update_s']:>10.1f}{row['samples']:>9.0f}{ratio:>9.2f}{ratios[agent]['prepare_plus_update']:>15.2f}"
+              f"{equal_work:>21.2f}")
     result = {"env": args.env, "model": args.model, "agents": args.agents, "iterations": args.iterations,
               "interleaved": not args.sequential, "overrides": overrides, "agent_overrides": per_agent, "torch_threads": torch.get_num_threads(),
               "summary": summary, "ratios_to_grpo": ratios}
