@@ -109,6 +109,10 @@ _FENCE_RE = re.compile(r"```(?:json|python|JSON)?\s*(.*?)```", re.DOTALL)
 _TRAILING_COMMA_RE = re.compile(r",\s*([}\]])")
 _SUMMARY_KEYS = ("episode_summary", "summary")
 _SKILL_KEYS = ("episode_skill", "skill")
+# Skills that only copy the prompt's own placeholders. A small base model echoes them (measured: the
+# embedded 135M model answered "Do X, then Y" in the README quick start); they carry no hindsight, so
+# they count as failed analyses instead of becoming a distillation target.
+_PLACEHOLDER_SKILLS = frozenset({"do x, then y", "<one short instruction>", "one short instruction"})
 
 
 def _balanced_objects(text: str) -> list[str]:
@@ -165,8 +169,8 @@ def _field(mapping: dict, keys: tuple[str, ...]) -> str:
 def parse_analysis(text: str | None) -> Analysis | None:
     """Parse an analyzer answer leniently: ``<think>`` blocks are ignored; fenced code blocks are tried
     first, then every balanced ``{...}`` in the text; JSON with trailing commas and Python-literal dicts
-    are accepted; a list-valued skill is joined. Returns None when nothing parses or the skill is empty
-    (such a trajectory gets no distillation signal)."""
+    are accepted; a list-valued skill is joined. Returns None when nothing parses or the skill is empty or
+    only repeats the prompt's placeholder (such a trajectory gets no distillation signal)."""
     if not text:
         return None
     text = _THINK_RE.sub(" ", text)
@@ -179,6 +183,6 @@ def parse_analysis(text: str | None) -> Analysis | None:
         if mapping is None:
             continue
         skill = _field(mapping, _SKILL_KEYS)
-        if skill:
+        if skill and skill.strip(" .\"'").lower() not in _PLACEHOLDER_SKILLS:
             return Analysis(summary=_field(mapping, _SUMMARY_KEYS), skill=skill)
     return None

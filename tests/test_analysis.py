@@ -1,5 +1,7 @@
 """The analyzer prompt (SEED_METHOD §4) and the lenient parsing of its JSON answer."""
 
+import json
+
 import pytest
 
 from seedbench.agents.analysis import (SCHEMA, Analysis, EpisodeStep, build_analyzer_content, fit_analyzer_content,
@@ -38,6 +40,14 @@ def test_list_valued_skill_is_joined_and_whitespace_normalised():
 ])
 def test_failed_or_empty_analyses_give_none(text):
     assert parse_analysis(text) is None
+
+
+@pytest.mark.parametrize("skill", ["Do X, then Y", "do x, then y.", "<one short instruction>"])
+def test_a_skill_that_only_repeats_the_prompt_placeholder_is_a_failed_analysis(skill):
+    assert parse_analysis(json.dumps({"episode_summary": "s", "episode_skill": skill})) is None
+    # a real skill later in the same answer is still found
+    text = json.dumps({"episode_skill": skill}) + ' then {"episode_skill": "Do push right, then up"}'
+    assert parse_analysis(text) == Analysis("", "Do push right, then up")
 
 
 def test_later_candidate_is_used_when_the_first_object_has_no_skill():
