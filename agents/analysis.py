@@ -25,18 +25,21 @@ import re
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
+# The prompt's example and placeholder for the skill; parse_analysis rejects a skill that only repeats them.
+SKILL_EXAMPLE = "Do X, then Y"
+SKILL_PLACEHOLDER = "<one short instruction>"
 INSTRUCTION = (
     "You are reviewing one episode played by an agent. Analyse it and return only a JSON object, with no "
     "text before or after it, containing a concise \"episode_summary\" (what the agent did and why the episode "
     "ended as it did) and exactly one \"episode_skill\".\n"
     "The episode_skill is advice for the agent's next attempt at this task: short, concrete and written as "
-    "an instruction for acting (\"Do X, then Y\"), not as a description of the past.\n"
+    f"an instruction for acting (\"{SKILL_EXAMPLE}\"), not as a description of the past.\n"
     "- If episode_success is success, write the skill as a workflow: the decisive rule and the order of "
     "actions that solved the task.\n"
     "- If episode_success is failure, write the skill as avoidance rules: the core mistake and the warning "
     "signs that show it is about to happen again."
 )
-SCHEMA = '{"episode_summary": "<one to three sentences>", "episode_skill": "<one short instruction>"}'
+SCHEMA = f'{{"episode_summary": "<one to three sentences>", "episode_skill": "{SKILL_PLACEHOLDER}"}}'
 CLOSING = "Return only the JSON object."
 
 
@@ -109,10 +112,16 @@ _FENCE_RE = re.compile(r"```(?:json|python|JSON)?\s*(.*?)```", re.DOTALL)
 _TRAILING_COMMA_RE = re.compile(r",\s*([}\]])")
 _SUMMARY_KEYS = ("episode_summary", "summary")
 _SKILL_KEYS = ("episode_skill", "skill")
-# Skills that only copy the prompt's own placeholders. A small base model echoes them (measured: the
-# embedded 135M model answered "Do X, then Y" in the README quick start); they carry no hindsight, so
-# they count as failed analyses instead of becoming a distillation target.
-_PLACEHOLDER_SKILLS = frozenset({"do x, then y", "<one short instruction>", "one short instruction"})
+
+
+def _bare(skill: str) -> str:
+    return skill.strip(" .\"'<>").lower()
+
+
+# Skills that only copy the prompt's own example or placeholder. A small base model echoes them
+# (measured: the embedded 135M model answered "Do X, then Y" in the README quick start); they carry no
+# hindsight, so they count as failed analyses instead of becoming a distillation target.
+_ECHOED_SKILLS = frozenset(_bare(text) for text in (SKILL_EXAMPLE, SKILL_PLACEHOLDER))
 
 
 def _balanced_objects(text: str) -> list[str]:
@@ -183,6 +192,6 @@ def parse_analysis(text: str | None) -> Analysis | None:
         if mapping is None:
             continue
         skill = _field(mapping, _SKILL_KEYS)
-        if skill and skill.strip(" .\"'").lower() not in _PLACEHOLDER_SKILLS:
+        if skill and _bare(skill) not in _ECHOED_SKILLS:
             return Analysis(summary=_field(mapping, _SUMMARY_KEYS), skill=skill)
     return None
