@@ -193,6 +193,37 @@ def test_handcoded_expert_solves_pick_two_from_the_live_state(pool, manifest):
     env.close()
 
 
+def test_generation_resumes_where_it_was_killed(pool, manifest, tmp_path):
+    """Rerunning `seedbench data alfworld` after a kill reuses every finished candidate in progress.jsonl
+    (a line cut by the kill is skipped and ended), builds only what is missing and keeps the games it had;
+    a snapshot written mid-run warns when the env opens it."""
+    from seedbench.envs.alfworld.env import GamePool
+
+    out = tmp_path / "pool"
+    shutil.copytree(pool, out)
+    with (out / "progress.jsonl").open("a") as log:
+        log.write('{"split": "train", "task_ty')  # the kill cut this record short
+    counts = {split: info["requested"] for split, info in manifest["splits"].items()}
+
+    def generate(counts):
+        return data.generate_pool(data.PoolConfig(out=out, counts=counts, seed=manifest["seed"], workers=1,
+                                                  progress=False))
+
+    again = generate(counts)
+    assert again["last_run"]["new_candidates"] == 0
+    assert [g["sha256"] for g in again["games"]] == [g["sha256"] for g in manifest["games"]]
+    grown = generate({**counts, "valid_seen": counts["valid_seen"] + 1})
+    assert grown["splits"]["valid_seen"]["games"] == counts["valid_seen"] + 1
+    assert grown["last_run"]["new_candidates"] >= 1
+    assert {g["sha256"] for g in manifest["games"]} <= {g["sha256"] for g in grown["games"]}
+    assert generate({**counts, "valid_seen": counts["valid_seen"] + 1})["last_run"]["new_candidates"] == 0
+
+    snapshot = json.loads((out / "manifest.json").read_text())
+    (out / "manifest.json").write_text(json.dumps({**snapshot, "complete": False}))
+    with pytest.warns(UserWarning, match="still being generated"):
+        GamePool.open(out)
+
+
 def test_seen_and_unseen_splits_never_share_a_floor_plan(manifest, env):
     plans = data.split_floor_plans()
     assert set(plans["valid_unseen"]) == set(data.DEFAULT_UNSEEN_FLOOR_PLANS)

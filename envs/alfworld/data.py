@@ -547,6 +547,8 @@ def generate_pool(config: PoolConfig) -> dict[str, Any]:
     last_manifest = time.monotonic()
     workers = config.workers or _available_cpus()
     with progress_path.open("a") as log:
+        if progress_path.stat().st_size and not progress_path.read_bytes().endswith(b"\n"):
+            log.write("\n")  # end a line cut by a kill, or the first new record would be glued to it
         for (key, index), result in run_tasks("seedbench.envs.alfworld.data:build_candidate", next_task,
                                                num_workers=workers, timeout_s=config.timeout_s):
             in_flight[key] -= 1
