@@ -496,8 +496,11 @@ def generate_pool(config: PoolConfig) -> dict[str, Any]:
     plans = split_floor_plans(tuple(config.unseen_floor_plans))
     progress_path = out / "progress.jsonl"
     done: dict[tuple[str, str, int], dict] = {}
+    cut_line = False
     if progress_path.exists():
-        for line in progress_path.read_text().splitlines():
+        text = progress_path.read_text()
+        cut_line = bool(text) and not text.endswith("\n")
+        for line in text.splitlines():
             try:
                 rec = json.loads(line)
             except json.JSONDecodeError:  # a line cut by a kill
@@ -547,8 +550,8 @@ def generate_pool(config: PoolConfig) -> dict[str, Any]:
     last_manifest = time.monotonic()
     workers = config.workers or _available_cpus()
     with progress_path.open("a") as log:
-        if progress_path.stat().st_size and not progress_path.read_bytes().endswith(b"\n"):
-            log.write("\n")  # end a line cut by a kill, or the first new record would be glued to it
+        if cut_line:
+            log.write("\n")  # end the line a kill cut short, or the first new record would be glued to it
         for (key, index), result in run_tasks("seedbench.envs.alfworld.data:build_candidate", next_task,
                                                num_workers=workers, timeout_s=config.timeout_s):
             in_flight[key] -= 1
