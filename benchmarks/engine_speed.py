@@ -8,7 +8,7 @@ one per env seed. Sampling is the training setting (temperature 1, top-p 1, stop
 Both engines run in this process, timed alternately (hf, vllm, hf, vllm, ...) so that load from other
 processes hits both alike; the ratio is computed from this one run. Also measured: vLLM start-up, an
 in-place weight sync, greedy agreement between the engines, and each engine's log-prob gap to the
-trainer's recomputation (`seedbench.logprob_check`). Run it where vLLM is importable (docs/engines.md);
+trainer's recomputation (`seedbench.training.logprob_check`). Run it where vLLM is importable (docs/engines.md);
 without vLLM it measures HF alone.
 """
 
@@ -24,7 +24,7 @@ from pathlib import Path
 
 
 def agent_prompts(tokenizer, count: int, seed: int = 0) -> list[list[int]]:
-    from seedbench.prompting import build_user_content, render_prompt
+    from seedbench.rollout.prompting import build_user_content, render_prompt
     from seedbench.registry import make_env
 
     env = make_env("sokoban")
@@ -59,10 +59,11 @@ def main(argv: list[str] | None = None) -> int:
     import torch
 
     from seedbench.config import ModelConfig
-    from seedbench.engines import vllm_importable
-    from seedbench.generation import HFEngine, SamplingParams
-    from seedbench.logprob_check import compare_logprobs, recompute_logprobs
-    from seedbench.policy import load_policy
+    from seedbench.engines.factory import vllm_importable
+    from seedbench.engines.base import SamplingParams
+    from seedbench.engines.hf import HFEngine
+    from seedbench.training.logprob_check import compare_logprobs, recompute_logprobs
+    from seedbench.models.policy import load_policy
 
     names = [n for n in args.engines.split(",") if n]
     if "vllm" in names and not vllm_importable():
@@ -94,7 +95,7 @@ def main(argv: list[str] | None = None) -> int:
     if "vllm" in names:
         import vllm
 
-        from seedbench.vllm_engine import VLLMEngine
+        from seedbench.engines.vllm import VLLMEngine
 
         t0 = time.perf_counter()
         engine = VLLMEngine(policy.model, tok, device=policy.device, dtype=policy.compute_dtype, seed=0)

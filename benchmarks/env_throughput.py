@@ -64,7 +64,7 @@ def main(argv=None) -> None:
 
     from seedbench.envs.alfworld.workers import EnvPool, available_cpus
     from seedbench.registry import make_env
-    from seedbench.rollout import LocalEnvs
+    from seedbench.envs.batch import LocalEnvs
 
     rows = []
     for workers in [int(w) for w in args.workers.split(",")]:

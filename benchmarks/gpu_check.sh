@@ -22,7 +22,7 @@ import torch, vllm
 assert torch.cuda.is_available(), "no CUDA device"
 print(f"gpu_check: {torch.cuda.get_device_name(0)}, torch {torch.__version__}, vllm {vllm.__version__}")
 EOF
-"$PY" -c "import seedbench.embedded_model as m; print(m.converted_dir()[0])" || exit 2
+"$PY" -c "import seedbench.models.embedded as m; print(m.converted_dir()[0])" || exit 2
 
 step() {  # step NAME SECONDS COMMAND...: run with a time limit, keep the full log, show its results
   local name=$1 limit=$2; shift 2

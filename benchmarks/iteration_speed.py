@@ -53,7 +53,7 @@ def main(argv=None) -> int:
     import yaml
 
     from seedbench.config import build_config, set_dotted
-    from seedbench.trainer import Trainer
+    from seedbench.training.trainer import Trainer
 
     if args.threads:
         torch.set_num_threads(args.threads)

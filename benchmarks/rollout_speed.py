@@ -9,8 +9,8 @@ Three schedules play the same tasks with the same engine:
 * ``masked``: verl-agent's lock-step: every step generates for *every* env of the batch until
   ``max_steps`` and masks finished episodes afterwards (modelled by padding each `generate` call to the
   full batch with throw-away prompts; only real steps and tokens are counted);
-* ``lockstep``: `seedbench.rollout.run_episodes`: lock-step over steps, finished episodes left out;
-* ``continuous``: `seedbench.async_rollout.run_episodes`: each episode advances as soon as its own env
+* ``lockstep``: `seedbench.rollout.lockstep.run_episodes`: lock-step over steps, finished episodes left out;
+* ``continuous``: `seedbench.rollout.continuous.run_episodes`: each episode advances as soon as its own env
   step returns; with vLLM, requests join the running batch (continuous batching); env steps run in
   a thread pool.
 
@@ -110,7 +110,7 @@ class MaskedBatchEngine:
 
 def make_envs(name: str, count: int, max_steps: int, latency_s: float):
     from seedbench.registry import make_env
-    from seedbench.rollout import LocalEnvs
+    from seedbench.envs.batch import LocalEnvs
 
     if name == "sokoban":
         return LocalEnvs(lambda: make_env("sokoban", max_steps=max_steps), count)
@@ -121,9 +121,9 @@ def make_envs(name: str, count: int, max_steps: int, latency_s: float):
 def play(schedule: str, env_name: str, engine, policy, args) -> dict:
     import torch
 
-    from seedbench import async_rollout, rollout
-    from seedbench.generation import SamplingParams
-    from seedbench.rollout import TaskRef
+    from seedbench.rollout import continuous as async_rollout, lockstep as rollout
+    from seedbench.engines.base import SamplingParams
+    from seedbench.rollout.types import TaskRef
 
     count = args.tasks * args.group
     max_steps = args.sokoban_steps if env_name == "sokoban" else args.alfworld_steps
@@ -183,8 +183,8 @@ def main(argv: list[str] | None = None) -> int:
     import torch
 
     from seedbench.config import ModelConfig
-    from seedbench.engines import make_engine, vllm_importable
-    from seedbench.policy import load_policy
+    from seedbench.engines.factory import make_engine, vllm_importable
+    from seedbench.models.policy import load_policy
 
     policy = load_policy(ModelConfig(name=args.model, dtype=args.dtype, device=args.device), need_reference=False)
     engine_names = [n for n in args.engines.split(",") if n]
@@ -202,7 +202,7 @@ def main(argv: list[str] | None = None) -> int:
     schedules = [s for s in args.schedules.split(",") if s]
     for engine_name in engine_names:
         engine = make_engine(engine_name, policy, config)
-        from seedbench.generation import SamplingParams
+        from seedbench.engines.base import SamplingParams
 
         engine.generate([policy.tokenizer("warm up")["input_ids"]] * 2, SamplingParams(max_new_tokens=4))
         for env_name in [e for e in args.envs.split(",") if e]:

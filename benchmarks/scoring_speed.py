@@ -5,7 +5,7 @@
 
 The trainer scores (prompt, response) pairs several times per update: old log-probs, reference
 log-probs, SEED's re-scoring, and the forward + backward of the loss. Only response tokens are scored,
-so `seedbench.scoring` lays batches out with every response starting in the same column and asks the
+so `seedbench.models.scoring` lays batches out with every response starting in the same column and asks the
 model for the last ``L + 1`` columns of logits (``logits_to_keep``). The alternative, and what a plain
 ``model(...).logits`` does, projects every prompt column onto the 49k-token vocabulary too. This times
 both, alternately, on the same real Sokoban agent prompts, for a no-grad forward and for forward +
@@ -32,10 +32,10 @@ def main(argv=None) -> None:
     import torch
 
     from seedbench.config import ModelConfig
-    from seedbench.policy import load_policy
-    from seedbench.prompting import build_user_content, render_prompt
+    from seedbench.models.policy import load_policy
+    from seedbench.rollout.prompting import build_user_content, render_prompt
     from seedbench.registry import make_env
-    from seedbench.scoring import pad_batch
+    from seedbench.models.scoring import pad_batch
 
     policy = load_policy(ModelConfig(name=args.model), need_reference=False, seed=0)
     model, tok = policy.model, policy.tokenizer

@@ -8,7 +8,7 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 @pytest.fixture(scope="session")
 def tiny_tokenizer():
-    from seedbench.tiny_model import tiny_tokenizer
+    from seedbench.models.tiny import tiny_tokenizer
 
     return tiny_tokenizer()
 

@@ -1,6 +1,6 @@
 """Small envs for rollout tests: episode length depends on the task seed."""
 
-from seedbench.text_env import TextEnv
+from seedbench.envs.text_env import TextEnv
 
 
 class CountdownEnv(TextEnv):

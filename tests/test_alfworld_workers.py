@@ -12,7 +12,7 @@ import time
 import pytest
 
 from seedbench.envs.alfworld.workers import EnvPool, TaskFailure, WorkerStartError, run_tasks
-from seedbench.text_env import TextEnv
+from seedbench.envs.text_env import TextEnv
 from tests.fake_envs import CountdownEnv
 
 COUNTDOWN = ("tests.fake_envs:CountdownEnv", {})

@@ -4,9 +4,9 @@ import json
 
 import pytest
 
-from seedbench.agents.analysis import (SCHEMA, Analysis, EpisodeStep, build_analyzer_content, fit_analyzer_content,
+from seedbench.agents.seed.analysis import (SCHEMA, Analysis, EpisodeStep, build_analyzer_content, fit_analyzer_content,
                                        parse_analysis)
-from seedbench.agents.skill_library import SkillEntry, SkillLibrary
+from seedbench.agents.seed.skill_library import SkillEntry, SkillLibrary
 
 STEPS = [EpisodeStep("room A", "<think>go</think><action>up</action>", True),
          EpisodeStep("room B", "I will dance", False)]

@@ -9,10 +9,12 @@ import time
 import pytest
 import torch
 
-from seedbench import async_rollout, rollout
-from seedbench.generation import Generation, HFEngine, SamplingParams
-from seedbench.rollout import LocalEnvs, TaskRef
-from seedbench.tiny_model import tiny_model, tiny_tokenizer
+from seedbench.rollout import continuous as async_rollout, lockstep as rollout
+from seedbench.engines.base import Generation, SamplingParams
+from seedbench.engines.hf import HFEngine
+from seedbench.rollout.types import TaskRef
+from seedbench.envs.batch import LocalEnvs
+from seedbench.models.tiny import tiny_model, tiny_tokenizer
 
 
 class CountdownEnv:

@@ -13,11 +13,12 @@ from types import SimpleNamespace
 import pytest
 import torch
 
-from seedbench import engines
-from seedbench.generation import HFEngine, SamplingParams
-from seedbench.logprob_check import check_engine
-from seedbench.prompting import render_prompt
-from seedbench.tiny_model import tiny_model, tiny_tokenizer
+from seedbench.engines import factory as engines
+from seedbench.engines.base import SamplingParams
+from seedbench.engines.hf import HFEngine
+from seedbench.training.logprob_check import check_engine
+from seedbench.rollout.prompting import render_prompt
+from seedbench.models.tiny import tiny_model, tiny_tokenizer
 
 CPU = torch.device("cpu")
 needs_vllm = pytest.mark.skipif(
@@ -72,7 +73,7 @@ def tiny_vllm():
     attention supports head sizes 32, 64, 80, ...; the default tiny model's 16 is not among them."""
     tok = tiny_tokenizer()
     model = tiny_model(tok, hidden_size=128, seed=0).eval()
-    from seedbench.vllm_engine import VLLMEngine
+    from seedbench.engines.vllm import VLLMEngine
 
     engine = VLLMEngine(model, tok, device=CPU, dtype=torch.float32, seed=0, cpu_kv_cache_gib=0.25, max_model_len=1024)
     yield engine, model, tok
@@ -173,9 +174,10 @@ def test_prefix_caching_is_on_and_submit_poll_matches_generate(tiny_vllm):
 
 @needs_vllm
 def test_continuous_rollout_with_vllm_matches_lockstep_hf(tiny_vllm):
-    from seedbench import async_rollout, rollout
+    from seedbench.rollout import continuous as async_rollout, lockstep as rollout
     from seedbench.registry import make_env
-    from seedbench.rollout import LocalEnvs, TaskRef
+    from seedbench.rollout.types import TaskRef
+    from seedbench.envs.batch import LocalEnvs
 
     engine, model, tok = tiny_vllm
     params = SamplingParams(max_new_tokens=8, greedy=True)

@@ -14,7 +14,7 @@ import pytest
 from gymnasium.utils.env_checker import check_env
 
 from seedbench.registry import UnknownNameError, env_entries, load_object, make_env, resolve_env
-from seedbench.text_env import TextEnv
+from seedbench.envs.text_env import TextEnv
 
 RESET_INFO_KEYS = {"task", "admissible_actions", "won", "task_id", "task_type", "split"}
 STEP_INFO_KEYS = RESET_INFO_KEYS | {"action_valid"}

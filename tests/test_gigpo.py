@@ -7,7 +7,7 @@ import torch
 
 from seedbench.agents.gigpo import GiGPOAgent, GiGPOConfig, anchor_step_advantages, discounted_returns
 from seedbench.agents.grpo import GRPOAgent, GRPOConfig
-from seedbench.rollout import StepSample, TaskRef, Trajectory
+from seedbench.rollout.types import StepSample, TaskRef, Trajectory
 
 
 def test_discounted_returns():
@@ -85,8 +85,8 @@ def test_one_step_env_step_advantage_equals_episode_advantage():
 
 def test_gigpo_learns_the_rewarded_action(tmp_path):
     from seedbench.config import build_config
-    from seedbench.rundir import read_jsonl
-    from seedbench.trainer import train
+    from seedbench.training.rundir import read_jsonl
+    from seedbench.training.trainer import train
 
     threads = torch.get_num_threads()
     torch.set_num_threads(1)

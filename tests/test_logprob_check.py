@@ -8,17 +8,18 @@ from types import SimpleNamespace
 import pytest
 import torch
 
-from seedbench.generation import HFEngine, SamplingParams
-from seedbench.logprob_check import (
+from seedbench.engines.base import SamplingParams
+from seedbench.engines.hf import HFEngine
+from seedbench.training.logprob_check import (
     DEFAULT_THRESHOLD,
     check_engine,
     check_train_samples,
     compare_logprobs,
     recompute_logprobs,
 )
-from seedbench.prompting import render_prompt
-from seedbench.scoring import score_responses
-from seedbench.tiny_model import tiny_model, tiny_tokenizer
+from seedbench.rollout.prompting import render_prompt
+from seedbench.models.scoring import score_responses
+from seedbench.models.tiny import tiny_model, tiny_tokenizer
 
 
 def test_identical_logprobs_give_zero():

@@ -48,7 +48,7 @@ def test_plugin_env_is_registered_through_its_entry_point(plugin):
 
 def test_plugin_env_trains(plugin, tmp_path):
     from seedbench.config import build_config
-    from seedbench.trainer import train
+    from seedbench.training.trainer import train
 
     out = train(build_config(overrides={"env": "guess", "model": {"name": "tiny"}, "iterations": 1,
                                          "output": str(tmp_path / "run"), "eval": {"num_tasks": 2},

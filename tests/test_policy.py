@@ -3,8 +3,8 @@
 import torch
 
 from seedbench.config import ModelConfig, build_config
-from seedbench.evaluate import evaluate_agent
-from seedbench.policy import load_policy, save_policy
+from seedbench.training.evaluate import evaluate_agent
+from seedbench.models.policy import load_policy, save_policy
 
 
 def test_lora_policy_trains_only_adapters_and_reference_is_the_base(tmp_path):
@@ -40,7 +40,7 @@ def test_scripted_agent_solves_sokoban_and_random_does_worse():
 
 
 def test_trained_run_directory_evaluates(tmp_path):
-    from seedbench.trainer import train
+    from seedbench.training.trainer import train
 
     out = train(build_config(overrides={"env": "choice", "model": {"name": "tiny"}, "iterations": 1,
                                          "output": str(tmp_path / "run"), "eval": {"num_tasks": 4},
@@ -55,7 +55,7 @@ def test_embedded_conversion_is_keyed_on_the_gguf_checksum(tmp_path, monkeypatch
     import hashlib
     import os
 
-    from seedbench import embedded_model
+    from seedbench.models import embedded as embedded_model
 
     gguf = tmp_path / "site" / "SmolLM2.gguf"
     gguf.parent.mkdir()

@@ -1,4 +1,4 @@
-from seedbench.prompting import (FORMAT_INSTRUCTION, TASK_PREFIX, HistoryItem, build_user_content, insert_skill,
+from seedbench.rollout.prompting import (FORMAT_INSTRUCTION, TASK_PREFIX, HistoryItem, build_user_content, insert_skill,
                                  render_prompt, skill_block)
 
 

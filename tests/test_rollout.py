@@ -1,6 +1,8 @@
-from seedbench.generation import Generation, SamplingParams
+from seedbench.engines.base import Generation, SamplingParams
 from seedbench.registry import make_env
-from seedbench.rollout import LocalEnvs, TaskRef, run_episodes
+from seedbench.rollout.types import TaskRef
+from seedbench.envs.batch import LocalEnvs
+from seedbench.rollout.lockstep import run_episodes
 from tests.fake_envs import CountdownEnv
 
 

@@ -8,12 +8,12 @@ import pytest
 import torch
 
 from seedbench.config import ConfigError, build_config
-from seedbench.generation import Generation
-from seedbench.prompting import SKILL_HEADER, SKILL_USAGE, TASK_PREFIX, HistoryItem, build_user_content, insert_skill, render_prompt
+from seedbench.engines.base import Generation
+from seedbench.rollout.prompting import SKILL_HEADER, SKILL_USAGE, TASK_PREFIX, HistoryItem, build_user_content, insert_skill, render_prompt
 from seedbench.registry import agent_entries, env_entries, make_env
-from seedbench.rollout import run_episodes
-from seedbench.rundir import read_jsonl
-from seedbench.trainer import Trainer, train
+from seedbench.rollout.lockstep import run_episodes
+from seedbench.training.rundir import read_jsonl
+from seedbench.training.trainer import Trainer, train
 
 SKILL = "answer right . choose right . right"
 
@@ -203,8 +203,8 @@ def test_every_registered_agent_runs_one_iteration(tmp_path, agent):
 
 
 def test_transform_prompt_inserts_one_library_skill_per_episode(tmp_path):
-    from seedbench.agents.seed import current_observation
-    from seedbench.rollout import TaskRef, Trajectory
+    from seedbench.agents.seed.agent import current_observation
+    from seedbench.rollout.types import TaskRef, Trajectory
 
     trainer = Trainer(_config(tmp_path, "skill-prompt", skill_library=str(_library(tmp_path))))
     agent = trainer.agent

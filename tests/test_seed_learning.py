@@ -13,10 +13,10 @@ import pytest
 import torch
 
 from seedbench.config import build_config
-from seedbench.prompting import build_user_content, insert_skill, render_prompt
+from seedbench.rollout.prompting import build_user_content, insert_skill, render_prompt
 from seedbench.registry import make_env
-from seedbench.rundir import read_jsonl
-from seedbench.trainer import train
+from seedbench.training.rundir import read_jsonl
+from seedbench.training.trainer import train
 
 
 def skill(action):
@@ -24,7 +24,7 @@ def skill(action):
 
 
 def _skill_following_checkpoint(path, max_steps=300):
-    from seedbench.tiny_model import tiny_model, tiny_tokenizer
+    from seedbench.models.tiny import tiny_model, tiny_tokenizer
 
     torch.manual_seed(0)
     tok = tiny_tokenizer()

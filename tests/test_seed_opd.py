@@ -5,7 +5,7 @@ import math
 import pytest
 import torch
 
-from seedbench.agents.seed import gated_opd_loss
+from seedbench.agents.seed.agent import gated_opd_loss
 
 
 def _sigmoid(x):

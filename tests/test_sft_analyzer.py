@@ -8,10 +8,10 @@ from http.server import BaseHTTPRequestHandler, HTTPServer
 import pytest
 import torch
 
-from seedbench.agents.seed import ANALYZER_SFT_MARKER
-from seedbench.annotators import AnnotationRequest, AnnotatorUnavailable, EndpointAnnotator, make_annotator
+from seedbench.agents.seed.agent import ANALYZER_SFT_MARKER
+from seedbench.agents.seed.annotators import AnnotationRequest, AnnotatorUnavailable, EndpointAnnotator, make_annotator
 from seedbench.config import build_config
-from seedbench.sft_analyzer import MARKER, _progress_callback, _tokenize, main
+from seedbench.agents.seed.stage1 import MARKER, _progress_callback, _tokenize, main
 
 
 @pytest.fixture(autouse=True)
@@ -45,7 +45,7 @@ def test_stage1_writes_annotations_and_a_checkpoint_with_provenance(stage1):
 
 
 def test_seed_starts_from_the_stage1_checkpoint_and_finds_its_library(stage1, tmp_path):
-    from seedbench.trainer import Trainer
+    from seedbench.training.trainer import Trainer
 
     config = build_config(overrides={"env": "choice", "agent": "seed-static-skills", "iterations": 1,
                                      "model": {"name": str(stage1 / "model")}, "output": str(tmp_path / "run"),
@@ -75,7 +75,7 @@ def test_sft_progress_bar_counts_optimiser_steps_and_shows_the_loss(monkeypatch,
 
 
 def test_prompt_tokens_are_masked_in_the_sft_labels(tiny_tokenizer):
-    from seedbench.prompting import render_prompt
+    from seedbench.rollout.prompting import render_prompt
 
     row = _tokenize(tiny_tokenizer, "Task: choose", '{"episode_skill": "right"}')
     prompt = render_prompt(tiny_tokenizer, "Task: choose")

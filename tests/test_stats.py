@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from seedbench import stats
+from seedbench.report import stats
 
 
 def test_iqm_is_the_mean_of_the_middle_half():

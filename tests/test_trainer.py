@@ -12,8 +12,8 @@ import pytest
 import torch
 
 from seedbench.config import build_config
-from seedbench.rundir import read_jsonl
-from seedbench.trainer import Trainer, train
+from seedbench.training.rundir import read_jsonl
+from seedbench.training.trainer import Trainer, train
 
 LEARNING = {"rollout": {"max_new_tokens": 3, "tasks_per_batch": 8, "group_size": 8},
             "optim": {"lr": 0.01, "mini_batch_size": 64, "micro_batch_size": 64},
@@ -172,9 +172,9 @@ def test_every_update_checks_engine_logprobs_against_the_trainer(tmp_path, capsy
 
 
 def test_rollout_scheduler_is_chosen_by_config_and_checked(tmp_path):
-    from seedbench import async_rollout, rollout
+    from seedbench.rollout import continuous as async_rollout, lockstep as rollout
     from seedbench.config import ConfigError
-    from seedbench.trainer import choose_rollout
+    from seedbench.training.trainer import choose_rollout
 
     class SubmitEngine:
         def submit(self): ...
@@ -197,7 +197,7 @@ def test_rollout_scheduler_is_chosen_by_config_and_checked(tmp_path):
 def test_envs_that_ask_for_worker_processes_get_a_pool_by_default(tmp_path, monkeypatch):
     from seedbench.envs.alfworld.workers import EnvPool
     from seedbench.envs.choice import TwoChoiceEnv
-    from seedbench.rollout import LocalEnvs
+    from seedbench.envs.batch import LocalEnvs
 
     trainer = Trainer(_config(tmp_path, "local", rollout={"tasks_per_batch": 1, "group_size": 2}))
     assert isinstance(trainer.train_envs, LocalEnvs)  # choice does not ask: stepped in-process

@@ -1,0 +1,28 @@
+"""The agent catalogue: trainers and their registered variants (ablations are config overrides, not
+copied classes). Each line: name, the class that implements it, one-line description, overrides."""
+
+from __future__ import annotations
+
+from seedbench.registry import AgentEntry
+
+_SEED = "seedbench.agents.seed.agent:SEEDAgent"
+
+CATALOGUE: list[AgentEntry] = [
+    AgentEntry("grpo", "seedbench.agents.grpo:GRPOAgent", "GRPO: group-normalised episode advantage, PPO-clip, KL to reference"),
+    AgentEntry("gigpo", "seedbench.agents.gigpo:GiGPOAgent",
+               "GiGPO: GRPO episode advantage + step advantage from anchor-state groups (gamma 0.95, omega 1)"),
+    AgentEntry("seed", _SEED,
+               "SEED: GRPO + gated self-distillation from skills the current policy writes (start from `sft-analyzer`)"),
+    AgentEntry("seed-no-sft", _SEED, "SEED ablation: stage 2 from the base model, no analyzer SFT",
+               {"expect_analyzer_sft": False}),
+    AgentEntry("seed-frozen-analyzer", _SEED,
+               "SEED ablation: a fixed checkpoint (default: the initial weights) analyses, not the current policy",
+               {"analyzer": "frozen"}),
+    AgentEntry("seed-static-skills", _SEED,
+               "SEED ablation: skills retrieved by task similarity from a fixed library (stage-1 annotations)",
+               {"analyzer": "static"}),
+    AgentEntry("skill-prompt", _SEED, "baseline: library skills in the acting prompt, no training",
+               {"train": False, "act_skills": True, "kl_coef": 0.0, "analyzer": "static"}),
+    AgentEntry("skill-grpo", _SEED, "baseline: GRPO with library skills in the acting prompt, no distillation",
+               {"act_skills": True, "opd_coef": 0.0, "analyzer": "static"}),
+]

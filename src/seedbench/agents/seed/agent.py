@@ -1,0 +1,320 @@
+"""SEED, stage 2 (SEED_METHOD §5): GRPO plus a gated on-policy distillation term whose teacher is the
+policy itself, prompted with a skill it wrote about the very trajectory being trained on.
+
+One update, on top of GRPO (`GRPOAgent`), in `prepare`:
+
+1. every finished trajectory (successes and failures) is analysed with the analyzer prompt of §4, greedy,
+   one sample, through the trainer's generation engine (the *current* policy — "self-evolving");
+2. the answer is parsed leniently; a failed or empty analysis leaves that trajectory with GRPO only, and
+   is counted (`seed/analysis_success_rate`);
+3. for each step of an analysed trajectory the skill block is inserted after the task line of the step's
+   prompt (`seedbench.rollout.prompting.insert_skill`), and the *identical* sampled response ids are re-scored
+   under that prompt with the pre-update weights → ``teacher_logp``, fixed for the update;
+
+and in `loss`: ``L = L_GRPO + λ_opd · Σ m·g·(teacher_logp − logp)`` with the stop-gradient gate
+``g = sigmoid(β·(teacher_logp − logp))`` (`gated_opd_loss`; the trainer divides by the mini-batch token
+count, which makes the sum a token mean). No ratio, no clipping.
+
+Ablations are values of `SEEDConfig`, registered in `seedbench.agents`: ``analyzer`` = ``current``
+(SEED), ``frozen`` (a fixed checkpoint analyses) or ``static`` (skills retrieved from a fixed library);
+``train=False`` + ``act_skills=True`` is the Skill-Prompt baseline (library skills in the prompt at act
+time, no update) and ``act_skills=True`` + ``opd_coef=0`` is Skill-GRPO (GRPO with those skills in context).
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from seedbench.agents.seed.analysis import Analysis, episode_steps, fit_analyzer_content, parse_analysis
+from seedbench.agents.grpo import GRPOAgent, GRPOConfig, MiniBatch, TrainSample
+from seedbench.config import ConfigError
+from seedbench.rollout.prompting import FORMAT_INSTRUCTION, insert_skill, render_prompt
+
+ANALYZER_SFT_MARKER = "seedbench_analyzer_sft.json"
+"""Written by ``seedbench sft-analyzer`` into the checkpoint it saves (stage 1)."""
+ANALYZERS = ("current", "frozen", "static")
+
+
+def gated_opd_loss(logp: torch.Tensor, teacher_logp: torch.Tensor, mask: torch.Tensor, beta: float = 5.0):
+    """Gated on-policy distillation (SEED_METHOD §5.5), summed over tokens.
+
+    ``gap = stopgrad(teacher_logp − logp)``, ``g = sigmoid(β·gap)`` and the loss is ``Σ m·g·(teacher_logp −
+    logp)``. Its value is 0 when teacher and student agree; its gradient w.r.t. ``logp`` is ``−m·g``, so a
+    descent step raises the log-prob of every sampled token with weight g ∈ (0, 1): strongly where the
+    skill-conditioned teacher finds the token likelier than the student does, hardly at all where it finds
+    it less likely. `teacher_logp` is a constant (no gradient flows into it).
+
+    logp, teacher_logp, mask: [B, L]. Returns (loss_sum, gate [B, L], gap [B, L])."""
+    teacher_logp = teacher_logp.detach()
+    gap = (teacher_logp - logp).detach()
+    gate = torch.sigmoid(beta * gap)
+    loss_sum = (mask * gate * (teacher_logp - logp)).sum()
+    return loss_sum, gate, gap
+
+
+@dataclass
+class SEEDConfig(GRPOConfig):
+    opd_coef: float = 0.01
+    """λ_opd, weight of the distillation term added to the GRPO loss (reference code: 0.01)."""
+    gate_beta: float = 5.0
+    """β of the gate sigmoid(β·gap) (reference code: 5)."""
+    analyzer: str = "current"
+    """Who writes the skills: ``current`` (the policy being trained, SEED), ``frozen`` (a fixed checkpoint,
+    `analyzer_model`) or ``static`` (retrieved from `skill_library` by task similarity, no analysis)."""
+    analyzer_model: str = ""
+    """``frozen`` only: checkpoint that analyses; empty = the run's initial weights (the stage-1
+    checkpoint when the run starts from one)."""
+    skill_library: str = ""
+    """``static`` and act-time skills: a JSONL library (stage-1 ``annotations.jsonl``, or the directory
+    holding it); empty = the annotations recorded in the stage-1 checkpoint, when there is one."""
+    library_match_outcome: bool = True
+    """``static``: prefer library entries with the trajectory's outcome (workflow for a success, avoidance
+    rules for a failure), like the on-policy analyzer, which also sees the outcome."""
+    analysis_max_new_tokens: int = 256
+    """Analyzer answer budget (reference code: 4096 for thinking models; a JSON answer needs ~100-200)."""
+    analysis_max_prompt_tokens: int = 4096
+    """Analyzer prompt budget; longer episodes lose their oldest steps (with a note in the prompt)."""
+    train: bool = True
+    """False = no update at all (Skill-Prompt baseline: skills only at act time)."""
+    act_skills: bool = False
+    """Insert library skills in the acting prompt (train and eval rollouts): the Skill-Prompt baseline."""
+    expect_analyzer_sft: bool = True
+    """Warn when the starting model is not a ``seedbench sft-analyzer`` checkpoint (SEED proper starts from
+    one; without it a small model may rarely write valid JSON, which silently turns SEED into GRPO)."""
+
+
+class SEEDAgent(GRPOAgent):
+    name = "seed"
+    Config = SEEDConfig
+
+    def __init__(self, config: SEEDConfig, context: Any):
+        super().__init__(config, context)
+        if config.analyzer not in ANALYZERS:
+            raise ConfigError(f"algo.analyzer: unknown {config.analyzer!r}; choose one of {', '.join(ANALYZERS)}")
+        self.stage1 = self._stage1_marker()
+        if config.expect_analyzer_sft and self.stage1 is None and config.train:
+            print("seedbench: warning: the starting model is not an analyzer-SFT checkpoint (`seedbench "
+                  "sft-analyzer`); SEED without stage 1 is the seed-no-sft ablation. Watch seed/analysis_success_rate.",
+                  flush=True)
+        self.library = None
+        if config.analyzer == "static" or config.act_skills:
+            self.library = self._load_library()
+        self._analysis_engine = None
+        if config.analyzer == "frozen" and config.train:
+            self._analysis_engine = self._frozen_engine()
+        self._act_skills: dict[str, str] = {}
+        self._act_calls = 0
+        self._token_total = 0
+        self._opd_tokens = 0
+
+    # -- setup ------------------------------------------------------------------------------------
+    @property
+    def needs_reference(self) -> bool:
+        return self.config.train and self.config.kl_coef > 0
+
+    def _stage1_marker(self) -> dict | None:
+        path = Path(str(getattr(self.context.policy, "source", "")))
+        marker = path / ANALYZER_SFT_MARKER
+        if marker.is_file():
+            try:
+                return json.loads(marker.read_text())
+            except json.JSONDecodeError:
+                return {}
+        return None
+
+    def _load_library(self):
+        from seedbench.agents.seed.skill_library import SkillLibrary
+
+        path = self.config.skill_library
+        if not path and self.stage1 and self.stage1.get("annotations"):
+            path = self.stage1["annotations"]
+        if not path:
+            raise ConfigError("this agent retrieves skills from a library: pass --set algo.skill_library=<path to "
+                              "annotations.jsonl> (written by `seedbench sft-analyzer`), or start from a stage-1 checkpoint")
+        try:
+            return SkillLibrary.load(path)
+        except (FileNotFoundError, ValueError) as err:
+            raise ConfigError(f"algo.skill_library: {err}") from err
+
+    def _frozen_engine(self):
+        from seedbench.engines.hf import HFEngine
+
+        ctx, policy = self.context, self.context.policy
+        batch = ctx.config.rollout.generation_batch_size
+        if self.config.analyzer_model:
+            from seedbench.config import ModelConfig
+            from seedbench.models.policy import load_policy
+
+            model_cfg = ModelConfig(name=self.config.analyzer_model, device=ctx.config.model.device,
+                                    dtype=ctx.config.model.dtype)
+            frozen = load_policy(model_cfg, need_reference=False, seed=ctx.config.seed)
+            self._frozen_tokenizer = frozen.tokenizer
+            return HFEngine(frozen.model, frozen.tokenizer, frozen.device, batch_size=batch, dtype=frozen.compute_dtype)
+        # The run's initial weights: reuse the frozen KL reference when there is one, else snapshot now
+        # (before the first update).
+        self._frozen_tokenizer = policy.tokenizer
+        if policy.ref_model is not None:
+            model = policy.ref_model
+        else:
+            source = policy.model
+            if hasattr(source, "merge_and_unload"):  # LoRA: a merged copy
+                source = copy.deepcopy(source).merge_and_unload()
+            model = copy.deepcopy(source).to(dtype=policy.compute_dtype or torch.float32).eval()
+            for param in model.parameters():
+                param.requires_grad_(False)
+        return HFEngine(model, policy.tokenizer, policy.device, batch_size=batch)
+
+    # -- act-time skills (Skill-Prompt) -----------------------------------------------------------
+    def transform_prompt(self, trajectory: Any, content: str) -> str:
+        """Rollout hook (train and eval): the acting prompt with the episode's library skill inserted after
+        the task line. The skill is retrieved once per episode, at its first step, by task text + first
+        observation. Other SEED variants leave the prompt alone."""
+        if not self.config.act_skills or self.library is None:
+            return content
+        self._act_calls += 1
+        key = trajectory.episode_id
+        if key not in self._act_skills:
+            first = trajectory.steps[0].observation if trajectory.steps else current_observation(content)
+            self._act_skills[key] = self.library.retrieve(trajectory.task_text, first)[0].skill
+        return insert_skill(content, self._act_skills[key])
+
+    # -- one update -------------------------------------------------------------------------------
+    def prepare(self, trajectories: list, rewards: list[float], iteration: int) -> tuple[list[TrainSample], dict]:
+        cfg = self.config
+        if cfg.act_skills:
+            if trajectories and self._act_calls == 0:
+                raise RuntimeError("act_skills: the rollout never called agent.transform_prompt, so the acting "
+                                   "prompts had no skills; use a rollout that supports the transform_prompt hook")
+            self._act_skills.clear()
+        if not cfg.train:  # Skill-Prompt: skills at act time only
+            return [], {"seed/act_skill_episodes": float(len(trajectories))}
+        samples, metrics = super().prepare(trajectories, rewards, iteration)
+        if cfg.opd_coef == 0:  # nothing to distill (Skill-GRPO): skip the analysis and re-scoring passes
+            return samples, metrics
+        steps = [step for traj in trajectories for step in traj.steps]
+        assert len(steps) == len(samples), "GRPOAgent.advantages must yield one sample per step, in order"
+
+        t0 = time.perf_counter()
+        analyses, records = self.analyse(trajectories, rewards, iteration)
+        t1 = time.perf_counter()
+        skill_of_traj = [a.skill if a is not None else None for a in analyses]
+
+        tokenizer = self.context.policy.tokenizer
+        rescored = [i for i, s in enumerate(samples) if skill_of_traj[s.traj_index] is not None]
+        aug_prompts = [render_prompt(tokenizer, insert_skill(steps[i].user_content, skill_of_traj[samples[i].traj_index]))
+                       for i in rescored]
+        teacher = self.context.score(aug_prompts, [samples[i].response_ids for i in rescored]) if rescored else []
+        teacher_of = dict(zip(rescored, teacher))
+        for index, sample in enumerate(samples):
+            n = len(sample.response_ids)
+            if index in teacher_of:
+                sample.extras["teacher_logp"] = list(teacher_of[index])
+                sample.extras["opd_mask"] = [1.0] * n
+            else:
+                sample.extras["teacher_logp"] = [0.0] * n
+                sample.extras["opd_mask"] = [0.0] * n
+        t2 = time.perf_counter()
+
+        for record in records:
+            self.context.run_dir.log("skills.jsonl", record)
+        ok = [a for a in analyses if a is not None]
+        skill_tokens = [len(tokenizer(a.skill, add_special_tokens=False)["input_ids"]) for a in ok]
+        self._token_total = sum(len(s.response_ids) for s in samples)
+        self._opd_tokens = sum(len(samples[i].response_ids) for i in rescored)
+        metrics.update({
+            "seed/analysed_trajectories": len(analyses),
+            "seed/analysis_success_rate": len(ok) / len(analyses) if analyses else 0.0,
+            "seed/analysis_failures": len(analyses) - len(ok),
+            "seed/skill_tokens_mean": sum(skill_tokens) / len(skill_tokens) if skill_tokens else 0.0,
+            "seed/skill_chars_mean": sum(len(a.skill) for a in ok) / len(ok) if ok else 0.0,
+            "seed/rescored_samples": len(rescored),
+            "seed/analyzer_sft": 1.0 if self.stage1 is not None else 0.0,
+            "time/analysis_s": t1 - t0,
+            "time/rescore_s": t2 - t1,
+        })
+        if not self._opd_tokens:  # `loss` reports these over OPD-active tokens; with none they are undefined
+            metrics.update({"seed/gate_mean": None, "seed/gate_open_frac": None, "seed/teacher_gap_mean": None})
+        return samples, metrics
+
+    def analyse(self, trajectories: list, rewards: list[float], iteration: int) -> tuple[list[Analysis | None], list[dict]]:
+        """One analysis per trajectory (None = failed/empty) and the run-directory records of all of them."""
+        cfg = self.config
+        raw: list[str | None] = [None] * len(trajectories)
+        extra: list[dict] = [{} for _ in trajectories]
+        if cfg.analyzer == "static":
+            analyses = []
+            for t, traj in enumerate(trajectories):
+                first = traj.steps[0].observation if traj.steps else ""
+                entry, score = self.library.retrieve(traj.task_text, first,
+                                                     traj.won if cfg.library_match_outcome else None)
+                analyses.append(Analysis(entry.summary, entry.skill))
+                extra[t] = {"library_source": entry.source, "library_similarity": round(score, 4)}
+        else:
+            from seedbench.engines.base import SamplingParams
+
+            engine = self._analysis_engine or self.context.engine
+            tokenizer = getattr(self, "_frozen_tokenizer", None) or self.context.policy.tokenizer
+
+            def count(text: str) -> int:
+                return len(tokenizer(text, add_special_tokens=False)["input_ids"])
+
+            todo = [t for t, traj in enumerate(trajectories) if traj.steps]
+            prompts = [render_prompt(tokenizer, fit_analyzer_content(
+                trajectories[t].task_text, trajectories[t].won, episode_steps(trajectories[t]), count,
+                cfg.analysis_max_prompt_tokens)) for t in todo]
+            params = SamplingParams(max_new_tokens=cfg.analysis_max_new_tokens, greedy=True, stop=[])
+            for t, generation in zip(todo, engine.generate(prompts, params) if prompts else []):
+                raw[t] = generation.text
+            analyses = [parse_analysis(text) for text in raw]
+        records = []
+        for t, (traj, analysis) in enumerate(zip(trajectories, analyses)):
+            records.append({
+                "iteration": iteration, "episode_id": traj.episode_id, "group_id": traj.group_id,
+                "task": traj.task.key(), "task_text": traj.task_text, "won": traj.won, "reward": rewards[t],
+                "analyzer": cfg.analyzer, "ok": analysis is not None,
+                "episode_summary": analysis.summary if analysis else None,
+                "episode_skill": analysis.skill if analysis else None,
+                "first_observation": traj.steps[0].observation if traj.steps else "",
+                "raw": raw[t][:4000] if raw[t] is not None else None, **extra[t],
+            })
+        return analyses, records
+
+    def loss(self, mb: MiniBatch) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+        loss, metrics = super().loss(mb)
+        if "teacher_logp" not in mb.extras:
+            return loss, metrics
+        cfg = self.config
+        opd_mask = mb.mask * mb.extras["opd_mask"]
+        opd_sum, gate, gap = gated_opd_loss(mb.logp, mb.extras["teacher_logp"], opd_mask, cfg.gate_beta)
+        loss = loss + cfg.opd_coef * opd_sum
+        # The trainer divides every metric sum by the update's token count; gate statistics are means over
+        # OPD-active tokens only, so their sums are rescaled by (all tokens / OPD-active tokens).
+        metrics["seed/opd_loss"] = opd_sum.detach()
+        metrics["seed/opd_active_ratio"] = opd_mask.sum()
+        if self._opd_tokens:  # else `prepare` logs them as null
+            scale = self._token_total / self._opd_tokens
+            with torch.no_grad():
+                metrics["seed/gate_mean"] = (gate * opd_mask).sum() * scale
+                metrics["seed/gate_open_frac"] = ((gate > 0.5).float() * opd_mask).sum() * scale
+                metrics["seed/teacher_gap_mean"] = (gap * opd_mask).sum() * scale
+        return loss, metrics
+
+
+def current_observation(content: str) -> str:
+    """The current observation inside an acting prompt built by `seedbench.rollout.prompting.build_user_content`
+    (the text after "your current observation is:" up to the admissible actions or the final
+    instruction); the whole prompt when the marker is missing."""
+    marker = "your current observation is:\n"
+    start = content.find(marker)
+    if start < 0:
+        return content
+    rest = content[start + len(marker):]
+    ends = [i for i in (rest.find("\nYour admissible actions"), rest.find("\n" + FORMAT_INSTRUCTION)) if i >= 0]
+    return rest[: min(ends)] if ends else rest

@@ -1,0 +1,183 @@
+"""The ``seedbench`` command line.
+
+    seedbench run --agent grpo --env sokoban [--model M] [--seed S] [--iterations K] [--config Y]
+                  [--output DIR] [--resume] [--set key=value ...]
+    seedbench eval --agent <checkpoint dir|random|scripted> --env sokoban [--episodes N]
+    seedbench envs | agents
+    seedbench data alfworld [...]
+    seedbench sft-analyzer --env E --annotator A [...]
+    seedbench experiment SPEC.yaml | report RUNS --out DIR | leaderboard submit|validate|build
+
+Bad input (unknown env or agent, bad config key, missing file) is a one-line error naming the valid
+choices, never a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+
+class CLIError(Exception):
+    """An error shown as one line without a traceback."""
+
+
+def _parse_set(pairs: list[str]) -> dict:
+    import yaml
+
+    from seedbench.config import set_dotted
+
+    values: dict = {}
+    for pair in pairs:
+        if "=" not in pair:
+            raise CLIError(f"--set expects key=value, got {pair!r}")
+        key, raw = pair.split("=", 1)
+        set_dotted(values, key.strip(), yaml.safe_load(raw))
+    return values
+
+
+def _run_overrides(args) -> dict:
+    from seedbench.config import set_dotted
+
+    values = _parse_set(args.set or [])
+    for flag, key in (("agent", "agent"), ("env", "env"), ("model", "model.name"), ("seed", "seed"), ("engine", "engine"),
+                      ("iterations", "iterations"), ("output", "output")):
+        value = getattr(args, flag, None)
+        if value is not None:
+            set_dotted(values, key, value)
+    return values
+
+
+def cmd_run(args) -> int:
+    from seedbench.config import build_config
+
+    if args.seeds and len(args.seeds) > 1:
+        return _run_seeds_as_experiment(args)
+    overrides = _run_overrides(args)
+    if args.seeds:
+        overrides["seed"] = args.seeds[0]
+    config = build_config(args.config, overrides)
+    if isinstance(args.resume, str):
+        config.output = args.resume
+    from seedbench.training.trainer import train
+
+    path = train(config, resume=args.resume is not None)
+    print(f"seedbench: run complete: {path}")
+    return 0
+
+
+def _run_seeds_as_experiment(args) -> int:
+    """`run --seeds 0 1 2` is a one-env, one-agent experiment: same skip/resume and executors."""
+    argv = ["--env", args.env or "sokoban", "--agent", args.agent or "grpo", "--seeds", *map(str, args.seeds),
+            "--model", args.model or "smollm2-135m"]
+    for flag, value in (("--iterations", args.iterations), ("--config", args.config), ("--output", args.output)):
+        if value is not None:
+            argv += [flag, str(value)]
+    if args.set:
+        argv += ["--set", *args.set]
+    return _run_delegated("experiment", argv)
+
+
+def cmd_eval(args) -> int:
+    from seedbench.training.evaluate import evaluate_agent
+
+    result = evaluate_agent(args.agent, args.env, episodes=args.episodes, split=args.split, seed=args.seed,
+                            temperature=args.temperature, max_new_tokens=args.max_new_tokens, engine=args.engine)
+    print(f"seedbench: {args.agent} on {args.env} ({result['split']}, {result['num_tasks']} tasks): "
+          f"success micro={result['success_micro']:.3f} macro={result['success_macro']:.3f}")
+    for task_type, rate in result["per_type"].items():
+        print(f"  {task_type}: {rate:.3f} ({result['per_type_counts'][task_type]} tasks)")
+    return 0
+
+
+def cmd_envs(args) -> int:
+    from seedbench.registry import env_entries
+
+    for alias, entry in sorted(env_entries().items()):
+        extra = f"  [needs seedbench[{entry.requires}]]" if entry.requires else ""
+        print(f"{alias:<12} {entry.env_id:<28} {entry.description}{extra}")
+    return 0
+
+
+def cmd_agents(args) -> int:
+    from seedbench.registry import agent_entries
+
+    for name, entry in sorted(agent_entries().items()):
+        print(f"{name:<22} {entry.description}")
+    return 0
+
+
+DELEGATED = {
+    "data": ("seedbench.envs.data_command:main", "generate env data (e.g. `seedbench data alfworld`)"),
+    "sft-analyzer": ("seedbench.agents.seed.stage1:main", "SEED stage 1: analyzer SFT"),
+    "experiment": ("seedbench.training.experiment:main", "run an experiment spec (envs × agents × seeds)"),
+    "report": ("seedbench.report:main", "build a report from runs or an experiment directory"),
+    "leaderboard": ("seedbench.leaderboard:main", "submit | validate | build leaderboards"),
+}
+"""Subcommands with their own argparse parser; their arguments are passed through untouched."""
+
+
+def _run_delegated(name: str, argv: list[str]) -> int:
+    from seedbench.registry import load_object
+
+    return int(load_object(DELEGATED[name][0])(argv) or 0)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="seedbench", description="Agentic RL benchmark and trainers (SEED, GRPO, GiGPO).")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    run = sub.add_parser("run", help="train an agent on an env")
+    run.add_argument("--agent", help="agent name (see `seedbench agents`)")
+    run.add_argument("--env", help="env alias or id (see `seedbench envs`)")
+    run.add_argument("--model", help="HF hub id, local checkpoint, smollm2-135m (embedded default) or tiny")
+    run.add_argument("--engine", choices=["auto", "hf", "vllm"], help="generation engine (default auto: vLLM when installed)")
+    run.add_argument("--seed", type=int)
+    run.add_argument("--seeds", type=int, nargs="+", help="run several seeds one after another")
+    run.add_argument("--iterations", type=int, help="RL updates (CPU default: 2)")
+    run.add_argument("--config", help="YAML recipe (see configs/)")
+    run.add_argument("--output", help="exact run directory (default runs/<env>__<agent>__<model>__s<seed>__<time>)")
+    run.add_argument("--resume", nargs="?", const=True, default=None,
+                     help="continue the run in --output (or the given directory) from its last checkpoint")
+    run.add_argument("--set", nargs="+", metavar="KEY=VALUE", help="config overrides, e.g. optim.lr=1e-6")
+    run.set_defaults(func=cmd_run)
+
+    ev = sub.add_parser("eval", help="evaluate a checkpoint or a built-in agent (random, scripted)")
+    ev.add_argument("--agent", required=True, help="checkpoint directory, 'random' or 'scripted'")
+    ev.add_argument("--env", required=True)
+    ev.add_argument("--episodes", type=int, default=16)
+    ev.add_argument("--split", default=None)
+    ev.add_argument("--seed", type=int, default=0)
+    ev.add_argument("--temperature", type=float, default=0.4)
+    ev.add_argument("--max-new-tokens", type=int, default=64)
+    ev.add_argument("--engine", choices=["auto", "hf", "vllm"], default="auto", help="generation engine for a checkpoint")
+    ev.set_defaults(func=cmd_eval)
+
+    sub.add_parser("envs", help="list registered environments").set_defaults(func=cmd_envs)
+    sub.add_parser("agents", help="list registered agents").set_defaults(func=cmd_agents)
+
+    for name, (_, help_text) in DELEGATED.items():
+        sub.add_parser(name, help=help_text, add_help=False)  # listed in --help; parsed by the target
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    from seedbench.config import ConfigError
+    from seedbench.registry import UnknownNameError
+
+    argv = list(sys.argv[1:] if argv is None else argv)
+    try:
+        if argv and argv[0] in DELEGATED:
+            return _run_delegated(argv[0], argv[1:])
+        args = build_parser().parse_args(argv)
+        return args.func(args)
+    except (CLIError, ConfigError, UnknownNameError, FileNotFoundError, ImportError) as err:
+        print(f"seedbench: error: {err}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("seedbench: interrupted; continue with --resume", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

