@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from seedbench.engines.base import Generation, GenerationEngine, SamplingParams, eos_ids, response_length
+from seedbench.models.weights import frozen_copy, merged_weights
 
 
 class HFEngine:
@@ -22,30 +23,27 @@ class HFEngine:
     name = "hf"
 
     def __init__(self, model: Any, tokenizer: Any, device: Any, batch_size: int = 32, dtype: Any = None):
-        import copy
-
         self.source = model
         self.tokenizer = tokenizer
         self.device = device
         self.batch_size = batch_size
         model_dtype = next(model.parameters()).dtype
         if dtype is not None and dtype != model_dtype:
-            self.model = copy.deepcopy(_unwrap(model)).to(dtype=dtype).eval()
-            for param in self.model.parameters():
-                param.requires_grad_(False)
+            self.model = frozen_copy(model, dtype)
         else:
             self.model = model
 
     def sync_weights(self) -> None:
-        """Copy the trainer's current weights into the generation copy (no-op when shared)."""
+        """Copy the trainer's current weights (LoRA merged layer by layer, no copy of the model) into the
+        generation copy (no-op when shared)."""
         if self.model is self.source:
             return
         import torch
 
-        source = _merged_state(self.source)
+        target = self.model.state_dict()
         with torch.no_grad():
-            for name, param in self.model.state_dict().items():
-                param.copy_(source[name])
+            for name, tensor in merged_weights(self.source):
+                target[name].copy_(tensor)
 
     def generate(self, prompts: list[list[int]], params: SamplingParams) -> list[Generation]:
         # Sort by length so each batch pads little; restore the caller's order at the end.
@@ -149,16 +147,3 @@ def _stop_criteria(tokenizer: Any, stop: list[str], prompt_width: int):
             return torch.tensor([any(s in text for s in stop) for text in texts], device=input_ids.device)
 
     return StoppingCriteriaList([StopOnStrings()])
-
-
-def _unwrap(model: Any) -> Any:
-    """The plain transformers model under a peft wrapper (LoRA merged on a copy)."""
-    if hasattr(model, "merge_and_unload"):
-        import copy
-
-        return copy.deepcopy(model).merge_and_unload()
-    return model
-
-
-def _merged_state(model: Any) -> dict:
-    return _unwrap(model).state_dict() if hasattr(model, "merge_and_unload") else model.state_dict()

@@ -30,10 +30,10 @@ import contextlib
 import os
 import shutil
 import tempfile
-from collections.abc import Iterator
 from typing import Any
 
 from seedbench.engines.base import Generation, SamplingParams, eos_ids, response_length
+from seedbench.models.weights import base_model, merged_weights
 
 INSTALL_HINT = (
     "vLLM is not installed. On a CUDA machine: pip install 'seedbench[vllm]'. On CPU, in a separate virtual "
@@ -91,7 +91,7 @@ class VLLMEngine:
         self.seed = seed
         self._vllm = vllm
         on_cpu = (torch.device(device).type if device is not None else "cpu") == "cpu" or not torch.cuda.is_available()
-        base = _base_model(model)
+        base = base_model(model)
         dtype = dtype if dtype is not None else next(base.parameters()).dtype
         dtype_name = str(dtype).replace("torch.", "") if not isinstance(dtype, str) else dtype
         self._owns_dir = checkpoint_dir is None
@@ -131,8 +131,7 @@ class VLLMEngine:
         cache, whose KV blocks were computed with the old weights."""
         if self.engine.has_unfinished_requests():
             raise RuntimeError("sync_weights with requests in flight: their KV cache mixes old and new weights")
-        with hf_weights(self.source) as weights:
-            self.llm.collective_rpc("reload_weights", kwargs={"weights_iterator": weights})
+        self.llm.collective_rpc("reload_weights", kwargs={"weights_iterator": merged_weights(self.source)})
         self.llm.reset_prefix_cache()
         self.syncs += 1
 
@@ -198,54 +197,12 @@ class VLLMEngine:
                 shutil.rmtree(self.checkpoint_dir, ignore_errors=True)
 
 
-def _base_model(model: Any) -> Any:
-    return model.get_base_model() if hasattr(model, "get_base_model") else model
-
-
-def _lora_delta(module: Any):
-    """B·A·scale summed over the active adapters of a peft LoRA layer (None when it has none)."""
-    delta = None
-    for adapter in getattr(module, "active_adapters", []):
-        if adapter in getattr(module, "lora_A", {}):
-            part = module.get_delta_weight(adapter)
-            delta = part if delta is None else delta + part
-    return delta
-
-
-@contextlib.contextmanager
-def hf_weights(model: Any) -> Iterator[Iterator[tuple[str, Any]]]:
-    """(HF checkpoint name, tensor) pairs of `model`'s current weights, LoRA merged layer by layer on
-    the fly (the model itself is not modified; one merged layer exists at a time)."""
-    import torch
-
-    base = _base_model(model)
-    if base is model:
-        yield iter(model.state_dict().items())
-        return
-
-    def merged():
-        with torch.no_grad():
-            for name, tensor in base.state_dict().items():
-                if "lora_" in name:
-                    continue
-                if ".base_layer." in name:
-                    module = base.get_submodule(name.split(".base_layer.")[0])
-                    delta = _lora_delta(module) if name.endswith(".weight") else None
-                    name = name.replace(".base_layer.", ".")
-                    if delta is not None:
-                        tensor = tensor + delta.to(tensor.dtype)
-                yield name, tensor
-
-    yield merged()
-
-
 def save_for_vllm(model: Any, tokenizer: Any, path: str) -> None:
     """Write an HF checkpoint of `model` (LoRA merged) plus its tokenizer, the form vLLM loads."""
     import copy
 
-    base = _base_model(model)
-    with hf_weights(model) as weights:
-        state = {name: tensor.detach().to("cpu", copy=True).contiguous() for name, tensor in weights}
+    base = base_model(model)
+    state = {name: tensor.detach().to("cpu", copy=True).contiguous() for name, tensor in merged_weights(model)}
     config = copy.deepcopy(base.config)
     for attr in ("quantization_config",):
         if hasattr(config, attr):

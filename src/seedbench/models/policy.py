@@ -10,7 +10,6 @@ same network with adapters disabled for LoRA (no second copy of the weights).
 from __future__ import annotations
 
 import contextlib
-import copy
 import hashlib
 import json
 from dataclasses import dataclass
@@ -20,6 +19,7 @@ from typing import Any
 from seedbench.config import ConfigError, ModelConfig
 from seedbench.models.embedded import EMBEDDED_ALIASES
 from seedbench.models.tiny import TINY_NAME
+from seedbench.models.weights import frozen_copy, merged_copy
 
 
 @dataclass
@@ -148,9 +148,7 @@ def load_policy(config: ModelConfig, *, need_reference: bool = True, seed: int =
         model = get_peft_model(model, LoraConfig(r=config.lora_rank, lora_alpha=config.lora_alpha,
                                                  target_modules="all-linear", task_type="CAUSAL_LM"))
     elif need_reference:
-        ref_model = copy.deepcopy(model).to(dtype=dtype).eval()
-        for param in ref_model.parameters():
-            param.requires_grad_(False)
+        ref_model = frozen_copy(model, dtype)
     return Policy(model=model, tokenizer=tokenizer, ref_model=ref_model, device=device, name=name,
                   checksum=checksum, source=source, lora=lora, compute_dtype=dtype)
 
@@ -158,9 +156,7 @@ def load_policy(config: ModelConfig, *, need_reference: bool = True, seed: int =
 def save_policy(policy: Policy, path: Path) -> None:
     """Save an HF checkpoint that `--model <path>` loads (LoRA adapters are merged into a copy)."""
     path.mkdir(parents=True, exist_ok=True)
-    model = policy.model
-    if policy.lora:
-        model = copy.deepcopy(model).merge_and_unload()
+    model = merged_copy(policy.model) if policy.lora else policy.model
     model.save_pretrained(path)
     policy.tokenizer.save_pretrained(path)
     (path / "seedbench_model.json").write_text(json.dumps({"checksum": _checksum_dir(path), "base": policy.checksum}))

@@ -16,32 +16,16 @@ run without summary.json (killed before writing one) is listed as incomplete.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
+
+from seedbench.jsonio import read_json, read_jsonl
 
 BUDGET_COLUMNS = ("iteration", "trajectories", "env_steps", "generated_tokens")
 RESULT_COLUMNS = ("run", "env", "agent", "model", "seed", *BUDGET_COLUMNS, "metric", "value")
 _RUN_MARKERS = ("summary.json", "metrics.jsonl", "config.yaml")
 _NOT_METRICS = {"iteration", *BUDGET_COLUMNS}
-
-
-def read_jsonl(path: Path) -> Iterator[dict[str, Any]]:
-    """Records of a JSONL file; unparseable lines (a torn line after a kill) are skipped."""
-    if not path.exists():
-        return
-    with open(path, encoding="utf-8", errors="replace") as handle:
-        for line in handle:
-            line = line.strip()
-            if not line:
-                continue
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError:
-                continue
-            if isinstance(record, dict):
-                yield record
 
 
 @dataclass
@@ -140,12 +124,7 @@ def _load_yaml(path: Path) -> dict[str, Any]:
 
 def read_run(path: str | Path, run_id: str | None = None) -> Run:
     path = Path(path)
-    summary: dict[str, Any] = {}
-    if (path / "summary.json").is_file():
-        try:
-            summary = json.loads((path / "summary.json").read_text())
-        except json.JSONDecodeError:
-            summary = {}
+    summary = read_json(path / "summary.json")
     config = _load_yaml(path / "config.yaml")
     metrics = _dedupe_last(list(read_jsonl(path / "metrics.jsonl")), key=lambda r: r.get("iteration"))
     evals = _dedupe_last(list(read_jsonl(path / "eval.jsonl")), key=lambda r: (r.get("iteration"), r.get("split")))

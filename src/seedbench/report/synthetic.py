@@ -22,6 +22,8 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from seedbench.jsonio import append_jsonl, read_jsonl
+
 # Hypothetical final success rates of the agents a test can name; anything else gets 0.6.
 AGENT_SKILL = {"grpo": 0.55, "seed": 0.8, "gigpo": 0.7, "random": 0.1}
 SEED_AGENTS = ("seed",)
@@ -33,12 +35,6 @@ def task_list(split: str, num_tasks: int) -> list[str]:
 
 def task_list_hash(task_ids: Sequence[str]) -> str:
     return hashlib.sha256("\n".join(task_ids).encode()).hexdigest()[:16]
-
-
-def _append(path: Path, record: dict[str, Any]) -> None:
-    with open(path, "a", encoding="utf-8") as handle:
-        handle.write(json.dumps(record) + "\n")
-        handle.flush()
 
 
 class _Simulator:
@@ -153,22 +149,10 @@ def write_run(
     start = 0
     metrics_path = run_dir / "metrics.jsonl"
     if resume and metrics_path.exists():
-        done = []
-        for line in metrics_path.read_text().splitlines():
-            try:
-                done.append(json.loads(line)["iteration"])
-            except (json.JSONDecodeError, KeyError):
-                continue
-        start = max(done, default=0)
+        good = list(read_jsonl(metrics_path))
+        start = max((r["iteration"] for r in good if "iteration" in r), default=0)
         # drop a torn last line, as the real trainer does on resume
-        good = []
-        for line in metrics_path.read_text().splitlines():
-            try:
-                json.loads(line)
-                good.append(line)
-            except json.JSONDecodeError:
-                pass
-        metrics_path.write_text("".join(g + "\n" for g in good))
+        metrics_path.write_text("".join(json.dumps(r) + "\n" for r in good))
     else:
         (run_dir / "config.yaml").write_text(_yaml(config))
         for name in ("metrics.jsonl", "eval.jsonl", "skills.jsonl", "episodes.jsonl"):
@@ -176,7 +160,7 @@ def write_run(
 
     def evaluate(it: int) -> None:
         for split in splits:
-            _append(run_dir / "eval.jsonl", sim.evaluation(it, split, temperature))
+            append_jsonl(run_dir / "eval.jsonl", sim.evaluation(it, split, temperature))
 
     if start == 0:
         evaluate(0)
@@ -186,14 +170,13 @@ def write_run(
             time.sleep(sleep_s)
         if agent in SEED_AGENTS:
             for record in sim.skills(it):
-                _append(run_dir / "skills.jsonl", record)
-        _append(metrics_path, sim.metrics(it))
+                append_jsonl(run_dir / "skills.jsonl", record)
+        append_jsonl(metrics_path, sim.metrics(it))
         if (eval_every and it % eval_every == 0) or it == iterations:
             evaluate(it)
     complete = last >= iterations
     final = {}
-    for line in (run_dir / "eval.jsonl").read_text().splitlines():
-        record = json.loads(line)
+    for record in read_jsonl(run_dir / "eval.jsonl"):
         final[f"eval/{record['split']}/success_micro"] = record["success_micro"]
         final[f"eval/{record['split']}/success_macro"] = record["success_macro"]
     summary = {

@@ -29,7 +29,6 @@ CPUs; the output directory must then be on storage every Ray node sees. Ray is t
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import os
 import shutil
@@ -44,6 +43,8 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 import yaml
+
+from seedbench.jsonio import read_json, write_json_atomic
 
 SPEC_KEYS = {"name", "output", "envs", "env", "agents", "seeds", "model", "models", "budget", "config", "set",
              "args", "resources", "executor"}
@@ -279,12 +280,7 @@ def run_status(run: RunSpec) -> str:
         if key in config and config[key] != expected:
             raise ExperimentError(f"{path} holds a run with {key}={config[key]!r}, not {expected!r}; "
                                   "move it away or use another --output")
-    summary = {}
-    if (path / "summary.json").is_file():
-        try:
-            summary = json.loads((path / "summary.json").read_text())
-        except json.JSONDecodeError:
-            summary = {}
+    summary = read_json(path / "summary.json")
     if summary.get("complete") and int(summary.get("iterations_done", -1)) >= run.iterations:
         return "complete"
     return "partial"
@@ -532,10 +528,7 @@ def _write_state(spec: ExperimentSpec, runs: list[RunSpec], outcomes: dict[str, 
                   **({k: v for k, v in asdict(outcomes[r.name]).items() if k != "run"} if r.name in outcomes else {})}
                  for r in runs],
     }
-    path = spec.output / "experiment.json"
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(state, indent=2, sort_keys=True))
-    os.replace(tmp, path)
+    write_json_atomic(spec.output / "experiment.json", state)
 
 
 def run_experiment(

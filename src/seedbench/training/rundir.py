@@ -9,8 +9,8 @@
         checkpoints/it_<k>/  model + optimizer + RNG state + counters
         summary.json      versions, git hash, model checksum, eval task list, final metrics
 
-Appends are one `write` of a whole line on an O_APPEND file, flushed and fsynced, so a killed process
-leaves at most one torn last line, which readers skip. On resume, lines written after the last
+Files are written and read with `seedbench.jsonio` (whole-line fsynced appends, so a killed process
+leaves at most one torn last line, which readers skip; atomic JSON writes). On resume, lines written after the last
 checkpoint (an iteration that never finished) are removed, so nothing is counted twice and no record of
 a completed iteration is lost.
 """
@@ -23,50 +23,16 @@ import shutil
 import subprocess
 import time
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import yaml
 
+from seedbench.jsonio import append_jsonl, read_json, read_jsonl, write_json_atomic
+
+__all__ = ["RunDir", "append_jsonl", "read_jsonl", "write_json_atomic", "default_run_name", "git_hash",
+           "package_versions"]
+
 LOG_FILES = ("metrics.jsonl", "eval.jsonl", "episodes.jsonl", "skills.jsonl")
-
-
-def append_jsonl(path: Path, record: dict[str, Any]) -> None:
-    line = (json.dumps(record, ensure_ascii=False, default=_json_default) + "\n").encode()
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-    try:
-        os.write(fd, line)
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def read_jsonl(path: Path) -> Iterator[dict[str, Any]]:
-    """Records of a JSONL file, skipping a torn or corrupt line instead of failing."""
-    if not Path(path).exists():
-        return
-    with open(path, encoding="utf-8") as handle:
-        for line in handle:
-            line = line.strip()
-            if not line:
-                continue
-            try:
-                yield json.loads(line)
-            except json.JSONDecodeError:
-                continue
-
-
-def write_json_atomic(path: Path, data: Any) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(data, indent=2, sort_keys=True, default=_json_default))
-    os.replace(tmp, path)
-
-
-def _json_default(obj: Any):
-    if hasattr(obj, "item"):
-        return obj.item()
-    if isinstance(obj, Path):
-        return str(obj)
-    raise TypeError(f"not JSON serialisable: {type(obj).__name__}")
 
 
 def default_run_name(env: str, agent: str, model: str, seed: int) -> str:
@@ -119,8 +85,7 @@ class RunDir:
         return yaml.safe_load(self.file("config.yaml").read_text())
 
     def read_summary(self) -> dict[str, Any]:
-        path = self.file("summary.json")
-        return json.loads(path.read_text()) if path.exists() else {}
+        return read_json(self.file("summary.json"))
 
     def update_summary(self, **fields: Any) -> dict[str, Any]:
         summary = self.read_summary()

@@ -23,6 +23,7 @@ from seedbench.engines.base import SamplingParams
 from seedbench.progress import progress_bar
 from seedbench.registry import load_object, make_env, resolve_agent, resolve_env
 from seedbench.rollout.types import TaskRef, Trajectory
+from seedbench.seeding import seed_everything as _seed_everything
 from seedbench.envs.batch import LocalEnvs
 from seedbench.training.rundir import RunDir, default_run_name, git_hash, package_versions
 from seedbench.models.scoring import forward_logprobs, score_responses
@@ -444,12 +445,6 @@ def _hash_list(items) -> str:
     import json
 
     return hashlib.sha256(json.dumps(list(items)).encode()).hexdigest()[:16]
-
-
-def _seed_everything(seed: int) -> None:
-    random.seed(seed)
-    np.random.seed(seed % (2**32))
-    torch.manual_seed(seed)
 
 
 def _rng_state() -> dict[str, Any]:

@@ -23,7 +23,6 @@ time, no update) and ``act_skills=True`` + ``opd_coef=0`` is Skill-GRPO (GRPO wi
 
 from __future__ import annotations
 
-import copy
 import json
 import time
 from dataclasses import dataclass
@@ -163,12 +162,9 @@ class SEEDAgent(GRPOAgent):
         if policy.ref_model is not None:
             model = policy.ref_model
         else:
-            source = policy.model
-            if hasattr(source, "merge_and_unload"):  # LoRA: a merged copy
-                source = copy.deepcopy(source).merge_and_unload()
-            model = copy.deepcopy(source).to(dtype=policy.compute_dtype or torch.float32).eval()
-            for param in model.parameters():
-                param.requires_grad_(False)
+            from seedbench.models.weights import frozen_copy
+
+            model = frozen_copy(policy.model, policy.compute_dtype or torch.float32)
         return HFEngine(model, policy.tokenizer, policy.device, batch_size=batch)
 
     # -- act-time skills (Skill-Prompt) -----------------------------------------------------------

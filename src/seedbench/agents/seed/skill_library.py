@@ -16,12 +16,13 @@ avoidance rules and a success a workflow, as the on-policy analyzer would give t
 
 from __future__ import annotations
 
-import json
 import math
 import re
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
+
+from seedbench.jsonio import read_jsonl
 
 _WORD_RE = re.compile(r"\w+|[^\w\s]")
 
@@ -68,11 +69,7 @@ class SkillLibrary:
         if not path.is_file():
             raise FileNotFoundError(f"skill library not found: {path} (write one with `seedbench sft-analyzer`)")
         entries = []
-        for line in path.read_text(encoding="utf-8").splitlines():
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError:
-                continue
+        for record in read_jsonl(path):
             skill = str(record.get("episode_skill") or record.get("skill") or "").strip()
             if not skill or record.get("ok") is False:
                 continue

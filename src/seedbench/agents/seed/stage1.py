@@ -105,7 +105,9 @@ def run(args: argparse.Namespace) -> Path:
     from seedbench.rollout.types import TaskRef
     from seedbench.envs.batch import LocalEnvs
     from seedbench.rollout.lockstep import run_episodes
-    from seedbench.training.rundir import append_jsonl, default_run_name, write_json_atomic
+    from seedbench.seeding import seed_everything
+    from seedbench.jsonio import append_jsonl, write_json_atomic
+    from seedbench.training.rundir import default_run_name
 
     if args.tasks < 1 or args.group_size < 1:
         raise StageError("--tasks and --group-size must be at least 1")
@@ -123,11 +125,7 @@ def run(args: argparse.Namespace) -> Path:
     print(f"seedbench: annotator: {annotator.label}", flush=True)
     out.mkdir(parents=True, exist_ok=True)
 
-    random.seed(args.seed)
-    np.random.seed(args.seed)
-    import torch
-
-    torch.manual_seed(args.seed)
+    seed_everything(args.seed)
     model_cfg = ModelConfig(name=args.model, device=args.device, dtype=args.dtype, lora_rank=args.lora_rank)
     policy = load_policy(model_cfg, need_reference=False, seed=args.seed)
     tokenizer = policy.tokenizer
