@@ -171,6 +171,15 @@ def test_pool_has_every_task_type_and_checksums(manifest, pool):
     assert manifest["alfworld_version"] == "0.4.2"
 
 
+def test_provenance_is_the_pool_manifest_checksum(env, manifest):
+    assert env.provenance() == {"data_source": "generated", "manifest_checksum": manifest["checksum"],
+                                "generator_version": data.POOL_FORMAT}
+    games = [dict(g) for g in manifest["games"]]
+    assert data.pool_checksum(games) == manifest["checksum"]
+    games[0]["sha256"] = "0" * 64  # one game file changed, same ids: another checksum
+    assert data.pool_checksum(games) != manifest["checksum"]
+
+
 @pytest.mark.parametrize("task_type", list(data.TASK_TYPES.values()))
 def test_generated_game_of_each_type_is_won_by_its_walkthrough(env, manifest, task_type):
     game = next(g for g in manifest["games"] if g["split"] == "train" and g["task_type"] == task_type)

@@ -12,11 +12,12 @@ import yaml
 
 import seedbench.leaderboard as lb
 from seedbench.leaderboard.schema import board_key
+from seedbench.provenance import task_list_hash
 from seedbench.report import synthetic
 
 REPO = Path(__file__).resolve().parent.parent
 BOARD = board_key("choice", "seedbench/TwoChoice-v0", "tiny", {"iterations": 6})
-TASK_HASH = synthetic.task_list_hash(synthetic.task_list("test", 16))
+TASK_HASH = task_list_hash(synthetic.task_list("test", 16), synthetic.data_checksum("choice"))
 METRIC = "eval/test/success_micro"
 
 
@@ -157,6 +158,22 @@ def _no_protocol_temperature(f):
     _edit_summary(f, lambda d: d["protocol"].pop("temperature"))
 
 
+def _null_data_checksum(f):
+    _edit_summary(f, lambda d: d["protocol"].__setitem__("data_checksum", None))
+
+
+def _task_ids_edited(f):  # another task list under the old hash
+    _edit_summary(f, lambda d: d["eval_task_ids"]["test"].__setitem__(0, "test-999"))
+
+
+def _data_checksum_edited(f):  # the same ids on other data
+    _edit_summary(f, lambda d: d["protocol"].__setitem__("data_checksum", "0123456789abcdef"))
+
+
+def _no_task_ids(f):
+    _edit_summary(f, lambda d: d.pop("eval_task_ids"))
+
+
 def _bad_curve(f):
     _edit_summary(f, lambda d: d["seeds"][0]["curve"][METRIC].pop())
 
@@ -178,6 +195,10 @@ BAD = [
     (_wrong_model, "summary.json: model: board 'twochoice-v0__tiny__6it' is for base model 'tiny'"),
     (_wrong_budget, "summary.json: budget.iterations: board 'twochoice-v0__tiny__6it' requires 6, got 5"),
     (_no_protocol_temperature, "summary.json: protocol.temperature: required field of the protocol card is missing"),
+    (_null_data_checksum, "summary.json: protocol.data_checksum: expected the env's data checksum (a non-empty string), got None"),
+    (_task_ids_edited, f"summary.json: eval_task_hash.test: '{TASK_HASH}' is not the hash of eval_task_ids.test and protocol.data_checksum"),
+    (_data_checksum_edited, f"summary.json: eval_task_hash.test: '{TASK_HASH}' is not the hash of eval_task_ids.test"),
+    (_no_task_ids, "summary.json: eval_task_ids: required field is missing"),
     (_bad_curve, 'seeds[0].curve["eval/test/success_micro"]: expected a list of'),
 ]
 

@@ -75,3 +75,17 @@ class TextEnv(gym.Env):
         if split not in self.splits:
             raise ValueError(f"unknown split {split!r} for {type(self).__name__}; choose one of {list(self.splits)}")
         return split
+
+    # -- provenance: where the tasks come from (seedbench.provenance) ------------------------------
+    generator_version: str = "1"
+    seed_rule: str = "reset(seed=k, options={'split': s}) plays task k of split s"
+
+    def provenance(self) -> dict[str, str]:
+        """``data_source``, ``manifest_checksum`` and ``generator_version`` of this env's tasks, recorded in
+        the run's summary and folded into the eval task-list hash, so runs on other data never compare as
+        equal. The default, for procedurally generated envs, hashes the generator (module and class,
+        ``generator_version``, ``seed_rule``, the kwargs the env was made with): bump ``generator_version``
+        whenever a (split, seed) would give another task. Envs with data files override it (ALFWorld)."""
+        from seedbench.provenance import generator_provenance
+
+        return generator_provenance(self)

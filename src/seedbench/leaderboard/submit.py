@@ -1,8 +1,8 @@
 """Turn finished runs into a leaderboard submission folder (summary.json + metadata.yaml).
 
 The summary keeps what a board needs and nothing heavy: per seed the final value of every board metric
-and the eval curve (trajectories and each eval metric at every evaluation), plus the eval task-list
-hashes, the protocol card and the versions that produced the runs. The folder is written next to the
+and the eval curve (trajectories and each eval metric at every evaluation), plus the eval task ids and
+their hashes, the protocol card and the versions that produced the runs. The folder is written next to the
 board, validated, and removed again if it does not validate, so a failed submit leaves nothing behind.
 """
 
@@ -84,12 +84,14 @@ def make_summary(runs: list[Run], board: Board) -> dict[str, Any]:
         seeds.append({"seed": run.seed, "run": run.run, "iterations": run.iterations_done, "final": final,
                       "curve": _curve(run, board)})
     protocol = dict(first.protocol)
+    ids = first.summary.get("eval_task_ids") or {}
     return {
         "schema": SCHEMA, "board": board.name, "source": "seedbench",
         "env": first.env, "env_id": first.summary.get("env_id"), "agent": first.agent, "model": first.model,
         "budget": {"iterations": int(first.config.get("iterations", first.iterations_done))},
         "seedbench_version": first.summary.get("seedbench_version"), "git_hash": first.summary.get("git_hash"),
         "eval_task_hash": {s: hashes[s] for s in sorted(hashes)},
+        "eval_task_ids": {s: list(ids[s]) for s in sorted(hashes) if ids.get(s)},
         "protocol": protocol,
         "seeds": seeds,
     }

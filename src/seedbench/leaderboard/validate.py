@@ -5,8 +5,9 @@ known board; file sizes; symlinks and declared artifact paths that escape the fo
 summary.json and metadata.yaml parse and have every required field with the right type; that the
 env version, base model and budget match the board; for seedbench results, enough distinct seeds, each
 with a finite number in [0, 1] for every board metric, a consistent curve, the board's eval task-list
-hash and a complete protocol card; for paper-reported rows, numeric reported values. Across a board:
-all seedbench submissions were evaluated on the same task list.
+hash, equal to the hash of its task ids and data checksum (`seedbench.provenance.task_list_hash`), and
+a complete protocol card with a non-empty data checksum; for paper-reported rows, numeric reported
+values. Across a board: all seedbench submissions were evaluated on the same task list.
 """
 
 from __future__ import annotations
@@ -23,11 +24,13 @@ from seedbench.leaderboard.schema import (
     FOLDER_RE, MAX_FILE_BYTES, MAX_TOTAL_BYTES, METADATA_FILE, SCHEMA, SOURCES, SUMMARY_FILE, Board, Problem,
     board_dirs, load_board, slug, submission_dirs,
 )
+from seedbench.provenance import task_list_hash
 
 METADATA_FIELDS = {"method", "authors", "paper", "code", "compute", "reproduced", "source", "artifacts", "notes"}
 METADATA_REQUIRED = ("method", "authors", "compute", "reproduced", "source")
 SUMMARY_COMMON = {"schema", "board", "source", "agent", "model", "env", "env_id", "budget", "notes"}
-SUMMARY_SEEDBENCH = SUMMARY_COMMON | {"seedbench_version", "git_hash", "eval_task_hash", "protocol", "seeds"}
+SUMMARY_SEEDBENCH = SUMMARY_COMMON | {"seedbench_version", "git_hash", "eval_task_hash", "eval_task_ids", "protocol",
+                                      "seeds"}
 SUMMARY_PAPER = SUMMARY_COMMON | {"reported", "where"}
 PROTOCOL_REQUIRED = ("num_tasks", "max_steps", "temperature", "data_checksum")
 AVERAGES = ("micro", "macro", "unknown")
@@ -240,7 +243,7 @@ def _check_identity(s: dict[str, Any], sub: Submission, board: Board | None, boa
 def _check_seedbench(s: dict[str, Any], board: Board | None, c: _Checker) -> None:
     for key in sorted(set(s) - SUMMARY_SEEDBENCH):
         c.add(key, f"unknown field for a seedbench submission; valid fields: {', '.join(sorted(SUMMARY_SEEDBENCH))}")
-    for key in ("env_id", "budget", "eval_task_hash", "protocol", "seeds"):
+    for key in ("env_id", "budget", "eval_task_hash", "eval_task_ids", "protocol", "seeds"):
         if key not in s:
             c.add(key, "required field is missing")
     if board is not None:
@@ -281,6 +284,10 @@ def _check_seedbench(s: dict[str, Any], board: Board | None, c: _Checker) -> Non
                     c.add(f"protocol.{key}", f"expected a positive integer, got {_describe(protocol[key])}")
             if "temperature" in protocol and not _is_number(protocol["temperature"]):
                 c.add("protocol.temperature", f"expected a number, got {_describe(protocol['temperature'])}")
+            if "data_checksum" in protocol and not (isinstance(protocol["data_checksum"], str) and protocol["data_checksum"]):
+                c.add("protocol.data_checksum", f"expected the env's data checksum (a non-empty string), got "
+                      f"{_describe(protocol['data_checksum'])}")
+    _check_task_ids(s, c)
     seeds = s.get("seeds")
     if "seeds" not in s:
         return
@@ -320,6 +327,24 @@ def _check_seedbench(s: dict[str, Any], board: Board | None, c: _Checker) -> Non
     if board is not None and len(seen) < board.min_seeds:
         c.add("seeds", f"missing seeds: {len(seen)} distinct seed(s) given, board {board.name!r} requires at "
                        f"least {board.min_seeds}")
+
+
+def _check_task_ids(s: dict[str, Any], c: _Checker) -> None:
+    """Every eval task-list hash must be `task_list_hash` of its split's task ids and the data checksum."""
+    ids, hashes = s.get("eval_task_ids"), s.get("eval_task_hash")
+    if "eval_task_ids" not in s or not isinstance(hashes, dict):
+        return
+    if not isinstance(ids, dict):
+        c.add("eval_task_ids", f"expected a mapping split -> list of task ids, got {_describe(ids)}")
+        return
+    checksum = (s.get("protocol") or {}).get("data_checksum") if isinstance(s.get("protocol"), dict) else None
+    for split, digest in hashes.items():
+        values = ids.get(split)
+        if not isinstance(values, list) or not values or not all(isinstance(v, str) for v in values):
+            c.add(f"eval_task_ids.{split}", f"expected the task ids of split {split!r} (a list of strings), got {_describe(values)}")
+        elif isinstance(checksum, str) and checksum and digest != task_list_hash(values, checksum):
+            c.add(f"eval_task_hash.{split}", f"{digest!r} is not the hash of eval_task_ids.{split} and "
+                  f"protocol.data_checksum (they hash to {task_list_hash(values, checksum)!r})")
 
 
 def _check_curve(curve: dict[str, Any], where: str, c: _Checker) -> None:

@@ -23,6 +23,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from seedbench.jsonio import append_jsonl, read_jsonl
+from seedbench.provenance import task_list_hash
 
 # Hypothetical final success rates of the agents a test can name; anything else gets 0.6.
 AGENT_SKILL = {"grpo": 0.55, "seed": 0.8, "gigpo": 0.7, "random": 0.1}
@@ -33,8 +34,9 @@ def task_list(split: str, num_tasks: int) -> list[str]:
     return [f"{split}-{i:03d}" for i in range(num_tasks)]
 
 
-def task_list_hash(task_ids: Sequence[str]) -> str:
-    return hashlib.sha256("\n".join(task_ids).encode()).hexdigest()[:16]
+def data_checksum(env: str) -> str:
+    """The made-up data checksum of a synthetic run's env (a real run's comes from `TextEnv.provenance`)."""
+    return hashlib.sha256(env.encode()).hexdigest()[:16]
 
 
 class _Simulator:
@@ -95,7 +97,7 @@ class _Simulator:
             wins[task_type] += int(rng.random() < self.p(iteration, split, task_type))
         per_type = {t: wins[t] / counts[t] for t in self.task_types if counts[t]}
         return {"iteration": iteration, **self.counters(iteration), "split": split, "num_tasks": len(tasks),
-                "task_list_hash": task_list_hash(tasks),
+                "task_list_hash": task_list_hash(tasks, data_checksum(self.env)),
                 "success_micro": sum(wins.values()) / len(tasks),
                 "success_macro": float(np.mean(list(per_type.values()))),
                 "per_type": per_type, "per_type_counts": {t: counts[t] for t in per_type},
@@ -185,9 +187,11 @@ def write_run(
         "model": {"name": model, "checksum": hashlib.sha256(model.encode()).hexdigest()[:16]},
         "env": env, "env_id": env_id or _env_id(env), "agent": agent, "seed": seed,
         "iterations_done": last, "complete": complete,
-        "eval_tasks": eval_tasks, "eval_task_hash": {s: task_list_hash(t) for s, t in eval_tasks.items()},
+        "eval_tasks": eval_tasks, "eval_task_ids": eval_tasks,
+        "eval_task_hash": {s: task_list_hash(t, data_checksum(env)) for s, t in eval_tasks.items()},
         "protocol": {"splits": list(splits), "num_tasks": num_tasks, "max_steps": 1, "temperature": temperature,
-                     "data_checksum": hashlib.sha256(env.encode()).hexdigest()[:16]},
+                     "data_checksum": data_checksum(env), "data_source": "procedural"},
+        "data": {"data_source": "procedural", "manifest_checksum": data_checksum(env), "generator_version": "1"},
         "final": final, "timing": {"total_s": 0.5 * last},
     }
     tmp = run_dir / "summary.json.tmp"

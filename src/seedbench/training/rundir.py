@@ -7,7 +7,9 @@
         episodes.jsonl    per-episode logs: prompt, raw output, action, validity, reward per step
         skills.jsonl      SEED agents: one skill per analysed trajectory
         checkpoints/it_<k>/  model + optimizer + RNG state + counters
-        summary.json      versions, git hash, model checksum, eval task list, final metrics
+        eval_tasks.json   the eval task list: split, seed, task id and type per task, the data provenance
+        summary.json      versions (plugins included), git hash, model and data checksums, eval task-list
+                          hashes, final metrics
 
 Files are written and read with `seedbench.jsonio` (whole-line fsynced appends, so a killed process
 leaves at most one torn last line, which readers skip; atomic JSON writes). On resume, lines written after the last
@@ -50,6 +52,9 @@ def git_hash() -> str | None:
 
 
 def package_versions() -> dict[str, str]:
+    """Versions of the packages a run's results depend on: the core stack, plus every installed
+    distribution that plugs into seedbench (provides an entry point in a ``seedbench.*`` group), since a
+    plugin env or agent is code the results come from."""
     from importlib import metadata
 
     versions = {}
@@ -58,6 +63,9 @@ def package_versions() -> dict[str, str]:
             versions[name] = metadata.version(name)
         except metadata.PackageNotFoundError:
             pass
+    for dist in metadata.distributions():
+        if any(ep.group.startswith("seedbench.") for ep in dist.entry_points) and dist.metadata["Name"]:
+            versions.setdefault(dist.metadata["Name"], dist.version)
     return versions
 
 

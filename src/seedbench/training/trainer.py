@@ -25,6 +25,7 @@ from seedbench.registry import load_object, make_env, resolve_agent, resolve_env
 from seedbench.rollout.types import TaskRef, Trajectory
 from seedbench.seeding import seed_everything as _seed_everything
 from seedbench.envs.batch import LocalEnvs
+from seedbench.provenance import env_provenance, task_list_hash, write_eval_tasks
 from seedbench.training.rundir import RunDir, default_run_name, git_hash, package_versions
 from seedbench.models.scoring import forward_logprobs, score_responses
 
@@ -350,7 +351,7 @@ class Trainer:
                     "split": split, "num_tasks": len(tasks), "temperature": cfg.eval.temperature,
                     "task_ids": [t.task_id for t in trajectories], **table,
                 }
-                record["task_list_hash"] = _hash_list(record["task_ids"])
+                record["task_list_hash"] = task_list_hash(record["task_ids"], env_provenance(self.env)["manifest_checksum"])
                 self.run_dir.log("eval.jsonl", record)
                 for traj in trajectories:
                     self.run_dir.log("episodes.jsonl", episode_record(traj, self.counters["iteration"], f"eval/{split}", float(traj.won)))
@@ -388,6 +389,10 @@ class Trainer:
         eval_ids = {}
         for record in evals:
             eval_ids.setdefault(record["split"], record.get("task_ids"))
+        data = env_provenance(self.env)
+        checksum = data["manifest_checksum"]
+        if eval_ids:
+            write_eval_tasks(self.run_dir.path, self.eval_tasks, eval_ids, data)
         timing = [r for r in self.run_dir.records("metrics.jsonl")]
         self.run_dir.update_summary(
             seedbench_version=__version__, git_hash=git_hash(), packages=package_versions(),
@@ -396,11 +401,12 @@ class Trainer:
             iterations=self.config.iterations, iterations_done=self.counters["iteration"], complete=complete,
             counters=dict(self.counters),
             eval_tasks={split: [t.key() for t in tasks] for split, tasks in self.eval_tasks.items()},
-            eval_task_ids=eval_ids, eval_task_hash={s: _hash_list(v) for s, v in eval_ids.items() if v},
+            eval_task_ids=eval_ids, eval_task_hash={s: task_list_hash(v, checksum) for s, v in eval_ids.items() if v},
             protocol={"splits": list(self.eval_tasks), "num_tasks": self.config.eval.num_tasks,
                       "max_steps": self.max_steps, "temperature": self.config.eval.temperature,
-                      "history_length": self.history_length,
-                      "data_checksum": getattr(self.env, "data_checksum", None)},
+                      "history_length": self.history_length, "data_checksum": checksum,
+                      "data_source": data["data_source"]},
+            data=data,
             final=final,
             timing={"mean_iteration_s": float(np.mean([r["time/iteration_s"] for r in timing])) if timing else None},
         )
@@ -438,13 +444,6 @@ def episode_record(traj: Trajectory, iteration: int, phase: str, reward: float |
         "steps": [{"step": s.step, "prompt": s.user_content, "output": s.response_text, "action": s.action,
                    "valid": s.action_valid, "reward": s.env_reward} for s in traj.steps],
     }
-
-
-def _hash_list(items) -> str:
-    import hashlib
-    import json
-
-    return hashlib.sha256(json.dumps(list(items)).encode()).hexdigest()[:16]
 
 
 def _rng_state() -> dict[str, Any]:

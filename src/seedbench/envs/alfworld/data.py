@@ -397,6 +397,15 @@ def sha256_file(path: str | Path) -> str:
 # Candidates: one seeded attempt at a game; run in worker processes
 
 
+def pool_checksum(games: list[dict[str, Any]]) -> str:
+    """The data checksum of a game pool (`ALFWorldEnv.provenance`): every game's id, split, task type and
+    game-file sha256, in split order. The manifest's timings and candidate statistics do not count, so a
+    resumed or re-run generation that keeps the same games keeps the checksum."""
+    from seedbench.provenance import digest
+
+    return digest([[g["id"], g["split"], g["task_type"], g["sha256"]] for g in games])
+
+
 def candidate_seed(base_seed: int, split: str, task_type: str, index: int) -> int:
     digest = hashlib.sha256(f"{base_seed}/{split}/{task_type}/{index}".encode()).digest()
     return int.from_bytes(digest[:4], "little")
@@ -663,6 +672,7 @@ def write_manifest(config: PoolConfig, done: dict, quotas: dict, plans: dict, el
         "last_run": {"seconds": round(elapsed, 1), "new_candidates": new_candidates, "new_solved": new_solved,
                      "workers": config.workers or _available_cpus(),
                      "games_per_minute": round(60 * new_solved / elapsed, 2) if elapsed > 0 else None},
+        "checksum": pool_checksum(games),  # the data checksum runs record (ALFWorldEnv.provenance)
         "games": games,
     }
     tmp = out / "manifest.json.tmp"

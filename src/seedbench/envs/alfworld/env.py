@@ -51,7 +51,7 @@ from pathlib import Path
 from typing import Any
 
 from seedbench.envs.action_parsing import extract_tag
-from seedbench.envs.alfworld.data import SPLITS, TASK_TYPES
+from seedbench.envs.alfworld.data import POOL_FORMAT, SPLITS, TASK_TYPES, pool_checksum, sha256_file
 from seedbench.envs.alfworld.engine import ALFWORLD_VERSION, make_engine
 from seedbench.envs.text_env import TextEnv
 
@@ -74,6 +74,7 @@ class GameRecord:
     path: Path  # game.tw-pddl (traj_data.json sits next to it)
     floor_plan: int | None = None
     expert_steps: int | None = None
+    sha256: str | None = None  # of game.tw-pddl, from the manifest (official data: hashed on demand)
 
 
 _OFFICIAL_SCANS: dict[str, GamePool | None] = {}
@@ -82,9 +83,20 @@ _OFFICIAL_SCANS: dict[str, GamePool | None] = {}
 class GamePool:
     """The fixed, ordered game list of every split, from a generated pool or official ALFWorld data."""
 
-    def __init__(self, root: Path, source: str, games: dict[str, list[GameRecord]]):
-        self.root, self.source, self.games = root, source, games
+    def __init__(self, root: Path, source: str, games: dict[str, list[GameRecord]], version: str = "official"):
+        self.root, self.source, self.games, self.version = root, source, games, version
         self.by_id = {g.id: g for split_games in games.values() for g in split_games}
+        self._provenance: dict[str, str] | None = None
+
+    def provenance(self) -> dict[str, str]:
+        """The pool's data checksum (`pool_checksum`: every game's id, split, type and file sha256, in
+        order); official data has no manifest, so its game files are hashed once here."""
+        if self._provenance is None:
+            games = [{"id": g.id, "split": g.split, "task_type": g.task_type, "sha256": g.sha256 or sha256_file(g.path)}
+                     for split in SPLITS for g in self.games[split]]
+            self._provenance = {"data_source": self.source, "manifest_checksum": pool_checksum(games),
+                                "generator_version": self.version}
+        return self._provenance
 
     @classmethod
     def open(cls, data_dir: str | Path | None = None) -> GamePool:
@@ -124,8 +136,8 @@ class GamePool:
         games: dict[str, list[GameRecord]] = {split: [] for split in SPLITS}
         for g in manifest["games"]:
             games[g["split"]].append(GameRecord(g["id"], g["split"], g["task_type"], root / g["path"],
-                                                g.get("floor_plan"), g.get("expert_steps")))
-        return cls(root, "generated", games)
+                                                g.get("floor_plan"), g.get("expert_steps"), g.get("sha256")))
+        return cls(root, "generated", games, version=str(manifest.get("format", POOL_FORMAT)))
 
     @classmethod
     def from_official(cls, root: Path) -> GamePool | None:
@@ -284,6 +296,10 @@ class ALFWorldEnv(TextEnv):
         if self._walkthrough is None:
             self._walkthrough = list(json.loads(self._game.path.read_text()).get("walkthrough") or [])
         return self._walkthrough
+
+    def provenance(self) -> dict[str, str]:
+        """From the game pool: ``generated`` (its manifest) or ``official`` data (see `GamePool.provenance`)."""
+        return self.pool.provenance()
 
     def task_ids(self, split: str) -> list[str]:
         """The ordered game ids of `split` (game ``seed % len`` is played by ``reset(seed=seed)``)."""
