@@ -83,7 +83,8 @@ _OFFICIAL_SCANS: dict[str, GamePool | None] = {}
 class GamePool:
     """The fixed, ordered game list of every split, from a generated pool or official ALFWorld data."""
 
-    def __init__(self, root: Path, source: str, games: dict[str, list[GameRecord]], version: str = "official"):
+    def __init__(self, root: Path, source: str, games: dict[str, list[GameRecord]],
+                 version: str = "alfworld json_2.1.1"):
         self.root, self.source, self.games, self.version = root, source, games, version
         self.by_id = {g.id: g for split_games in games.values() for g in split_games}
         self._provenance: dict[str, str] | None = None
