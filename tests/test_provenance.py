@@ -69,14 +69,12 @@ def test_generated_tasks_match_their_generator_version(alias):
 
 
 def test_package_versions_include_plugin_distributions(tmp_path, monkeypatch):
-    dist = tmp_path / "guess_env-0.3.dist-info"
-    dist.mkdir()
-    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: guess-env\nVersion: 0.3\n")
-    (dist / "entry_points.txt").write_text("[seedbench.envs]\nguess = guess_env:entry\n")
-    other = tmp_path / "unrelated-1.0.dist-info"
-    other.mkdir()
-    (other / "METADATA").write_text("Metadata-Version: 2.1\nName: unrelated\nVersion: 1.0\n")
-    (other / "entry_points.txt").write_text("[console_scripts]\nunrelated = unrelated:main\n")
+    for name, version, entry_points in (("guess-env", "0.3", "[seedbench.envs]\nguess = guess_env:entry\n"),
+                                        ("unrelated", "1.0", "[console_scripts]\nunrelated = unrelated:main\n")):
+        dist = tmp_path / f"{name.replace('-', '_')}-{version}.dist-info"
+        dist.mkdir()
+        (dist / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n")
+        (dist / "entry_points.txt").write_text(entry_points)
     monkeypatch.syspath_prepend(str(tmp_path))
     versions = package_versions()
     assert versions["guess-env"] == "0.3" and "unrelated" not in versions
