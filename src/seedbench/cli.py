@@ -4,6 +4,7 @@
                   [--output DIR] [--resume] [--set key=value ...]
     seedbench eval --agent <checkpoint dir|random|scripted> --env sokoban [--episodes N]
     seedbench envs | agents
+    seedbench check-env NAME [--seeds N] [--expert-tasks N] [--kwarg KEY=VALUE ...]
     seedbench data alfworld [...]
     seedbench sft-analyzer --env E --annotator A [...]
     seedbench experiment SPEC.yaml | report RUNS --out DIR | leaderboard submit|validate|build
@@ -109,6 +110,7 @@ def cmd_agents(args) -> int:
 
 DELEGATED = {
     "data": ("seedbench.envs.data_command:main", "generate env data (e.g. `seedbench data alfworld`)"),
+    "check-env": ("seedbench.envs.checks:main", "check an env (built-in or plugin) against the env contract"),
     "sft-analyzer": ("seedbench.agents.seed.stage1:main", "SEED stage 1: analyzer SFT"),
     "experiment": ("seedbench.training.experiment:main", "run an experiment spec (envs × agents × seeds)"),
     "report": ("seedbench.report:main", "build a report from runs or an experiment directory"),
@@ -163,6 +165,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     from seedbench.config import ConfigError
+    from seedbench.envs.contract import EnvContractError
     from seedbench.registry import UnknownNameError
 
     argv = list(sys.argv[1:] if argv is None else argv)
@@ -171,7 +174,7 @@ def main(argv: list[str] | None = None) -> int:
             return _run_delegated(argv[0], argv[1:])
         args = build_parser().parse_args(argv)
         return args.func(args)
-    except (CLIError, ConfigError, UnknownNameError, FileNotFoundError, ImportError) as err:
+    except (CLIError, ConfigError, UnknownNameError, EnvContractError, FileNotFoundError, ImportError) as err:
         print(f"seedbench: error: {err}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
