@@ -21,7 +21,8 @@ import pytest
 
 from seedbench.cli import main
 from seedbench.envs.contract import EnvContractError
-from seedbench.registry import ENVS, EnvEntry, RegistryConflictError, env_entries, make_env, register_env, resolve_env
+from seedbench.registry import (AGENTS, ENVS, EnvEntry, RegistryConflictError, agent_entries, env_entries, make_env,
+                                register_env, resolve_env)
 from tests import plugin_variants
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -50,7 +51,8 @@ def install_plugin(tmp_path, monkeypatch):
     monkeypatch.syspath_prepend(str(tmp_path))
     written: list[str] = []
 
-    def install(dist: str, entry_points: dict[str, str], modules: dict[str, str] | None = None) -> None:
+    def install(dist: str, entry_points: dict[str, str], modules: dict[str, str] | None = None,
+                group: str = "seedbench.envs") -> None:
         for name, source in (modules or {}).items():
             (tmp_path / f"{name}.py").write_text(source)
             written.append(name)
@@ -58,12 +60,14 @@ def install_plugin(tmp_path, monkeypatch):
         info.mkdir()
         (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {dist}\nVersion: 0.1\n")
         lines = "".join(f"{name} = {value}\n" for name, value in entry_points.items())
-        (info / "entry_points.txt").write_text(f"[seedbench.envs]\n{lines}")
+        (info / "entry_points.txt").write_text(f"[{group}]\n{lines}")
         importlib.invalidate_caches()
         ENVS.reload()
+        AGENTS.reload()
 
     yield install
     ENVS.reload()
+    AGENTS.reload()
     for name in written:
         sys.modules.pop(name, None)
 
@@ -145,6 +149,51 @@ def test_a_plugin_cannot_shadow_a_built_in(install_plugin, caplog, attr, name, p
     assert "mysokoban" not in env_entries()
 
 
+def test_agents_share_the_registry_rules(install_plugin, caplog):
+    source = ("from seedbench.registry import AgentEntry\n"
+              "GRPO = AgentEntry('grpo', 'my_agents:Mine', 'a second grpo')\n"
+              "MINE = AgentEntry('mine', 'seedbench.agents.grpo:GRPOAgent', 'GRPO under another name')\n")
+    install_plugin("my-agents", {"grpo": "my_agents:GRPO", "mine": "my_agents:MINE"}, {"my_agents": source},
+                   group="seedbench.agents")
+    with caplog.at_level(logging.WARNING, logger="seedbench.registry"):
+        entries = agent_entries()
+    assert entries["grpo"].factory == "seedbench.agents.grpo:GRPOAgent" and entries["mine"].description == "GRPO under another name"
+    assert AGENTS.origin("mine").startswith("entry point 'mine = my_agents:MINE' in group seedbench.agents")
+    (line,) = _skip_lines(caplog)
+    assert line.endswith("RegistryConflictError: agent name 'grpo' of grpo (my_agents:Mine) is already taken by grpo "
+                         "(seedbench.agents.grpo:GRPOAgent) [built-in]")
+
+
+def test_a_plugin_env_ships_its_data_generator(install_plugin, capsys):
+    source = EXAMPLE_SOURCE + (
+        "\nDATA_ENTRY = EnvEntry(alias='guessdata', env_id='seedbench/GuessData-v0', entry_point='guess_env:GuessEnv',"
+        " data_generator='guess_env:make_data')\n"
+        "CALLS = []\n"
+        "def make_data(argv):\n"
+        "    CALLS.append(argv)\n"
+        "    return 3\n")
+    install_plugin("guess-env", {"guessdata": "guess_env:DATA_ENTRY"}, {"guess_env": source})
+    assert main(["data", "guessdata", "--out", "x"]) == 3
+    assert sys.modules["guess_env"].CALLS == [["--out", "x"]]
+    assert main(["data", "--help"]) == 0
+    usage = capsys.readouterr().out
+    assert usage.startswith("usage: seedbench data {") and "alfworld" in usage and "guessdata" in usage
+    assert main(["data", "sokoban"]) == 2
+    err = capsys.readouterr().err
+    assert "no data generator for 'sokoban'; choose one of: " in err and "guessdata" in err
+
+
+def test_a_typo_in_an_entry_point_string_is_one_line(capsys):
+    register_env(EnvEntry("typo", "seedbench/Typo-v0", "tests.plugin_example.guess_env:GuessEnvv"))
+    try:
+        assert main(["eval", "--agent", "random", "--env", "typo", "--episodes", "1"]) == 2
+    finally:
+        ENVS.reload()
+    assert capsys.readouterr().err == (
+        "seedbench: error: env 'typo' cannot be made: 'tests.plugin_example.guess_env:GuessEnvv': module "
+        "'tests.plugin_example.guess_env' has no attribute 'GuessEnvv'\n")
+
+
 def test_register_env_refuses_a_taken_name_and_accepts_the_same_entry_again():
     sokoban = resolve_env("sokoban")
     register_env(sokoban)  # idempotent
@@ -224,7 +273,10 @@ def test_example_plugin_in_a_fresh_venv_lists_checks_evaluates_and_trains(tmp_pa
     """Measured at about 60 s on the 2-core CPU box (venv + pip ~10 s, a 2-iteration tiny run ~25 s)."""
     start = time.perf_counter()
     venv = tmp_path / "venv"
-    subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", str(venv)], check=True, timeout=120)
+    # --without-pip: the venv's `python -m pip` is then the system pip, building with the system setuptools
+    # (the venv's bundled setuptools cannot build wheels without the `wheel` package).
+    subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", "--without-pip", str(venv)], check=True,
+                   timeout=120)
     python = str(venv / "bin" / "python")
     project = tmp_path / "guess-env"  # a copy: pip builds in place, the source tree stays clean
     project.mkdir()

@@ -193,7 +193,7 @@ class Registry(Generic[E]):
         return entry
 
     def origin(self, name: str) -> str:
-        """"built-in" or the entry point that added `name` (distribution, entry point)."""
+        """Where `name` came from: ``built-in``, ``register_env()`` or the entry point (and its distribution)."""
         return self._origin[self.resolve(name).key]
 
 
