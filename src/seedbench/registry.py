@@ -122,14 +122,7 @@ class Registry(Generic[E]):
     def add(self, entry: E, origin: str = "built-in") -> None:
         """Register `entry`; re-adding an equal entry is a no-op. Raises `RegistryConflictError` when one
         of its names belongs to a different entry: nothing, not even a built-in, is silently shadowed."""
-        if not isinstance(entry, self.entry_type):
-            raise TypeError(f"expected a {self.entry_type.__name__}, got {entry!r}")
-        for name in entry.lookup_names():
-            holder = self._by_name.get(name)
-            if holder is not None and holder != entry:
-                raise RegistryConflictError(
-                    f"{self.kind} name {name!r} of {entry.describe()} is already taken by "
-                    f"{holder.describe()} [{self._origin[holder.key]}]")
+        self._check_free(entry)
         if entry.key in self._entries:
             return
         self._entries[entry.key] = entry
@@ -138,6 +131,16 @@ class Registry(Generic[E]):
             self._by_name[name] = entry
         if self.on_add is not None:
             self.on_add(entry)
+
+    def _check_free(self, entry: E) -> None:
+        if not isinstance(entry, self.entry_type):
+            raise TypeError(f"expected a {self.entry_type.__name__}, got {entry!r}")
+        for name in entry.lookup_names():
+            holder = self._by_name.get(name)
+            if holder is not None and holder != entry:
+                raise RegistryConflictError(
+                    f"{self.kind} name {name!r} of {entry.describe()} is already taken by "
+                    f"{holder.describe()} [{self._origin[holder.key]}]")
 
     def reload(self) -> None:
         """Forget every entry: the next lookup reads the catalogue and the entry points again (a plugin
@@ -163,7 +166,10 @@ class Registry(Generic[E]):
         for ep in entry_points(group=self.group):
             origin = _describe_entry_point(ep)
             try:
-                for entry in self._entries_of(ep):
+                entries = self._entries_of(ep)
+                for entry in entries:  # all or nothing: a plugin is not half registered
+                    self._check_free(entry)
+                for entry in entries:
                     self.add(entry, origin=origin)
             except Exception as err:  # noqa: BLE001 - any failure of third-party code skips just that plugin
                 log.warning("seedbench: skipped %s plugin %s: %s: %s", self.kind, origin, type(err).__name__,

@@ -62,8 +62,9 @@ class CheckFailed(Exception):
 
 
 def _one_line(err: BaseException) -> str:
-    return " ".join(f"{type(err).__name__}: {err}".split()) if not isinstance(err, (CheckFailed, EnvContractError)) \
-        else " ".join(str(err).split())
+    """Our own errors already read as a sentence; anything else the env raised keeps its type name."""
+    text = str(err) if isinstance(err, (CheckFailed, EnvContractError)) else f"{type(err).__name__}: {err}"
+    return " ".join(text.split())
 
 
 # ----------------------------------------------------------------------------------------------------
