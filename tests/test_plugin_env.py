@@ -270,7 +270,7 @@ def test_import_seedbench_registers_the_built_ins_with_gymnasium_and_imports_not
 
 @pytest.mark.slow
 def test_example_plugin_in_a_fresh_venv_lists_checks_evaluates_and_trains(tmp_path):
-    """Measured at about 60 s on the 2-core CPU box (venv + pip ~10 s, a 2-iteration tiny run ~25 s)."""
+    """47 s on the shared 2-core CPU box (60 s under load): venv + pip ~5 s, the rest is five CLI processes."""
     start = time.perf_counter()
     venv = tmp_path / "venv"
     # --without-pip: the venv's `python -m pip` is then the system pip, building with the system setuptools
