@@ -195,7 +195,7 @@ def test_rollout_scheduler_is_chosen_by_config_and_checked(tmp_path):
 
 
 def test_envs_that_ask_for_worker_processes_get_a_pool_by_default(tmp_path, monkeypatch):
-    from seedbench.envs.alfworld.workers import EnvPool
+    from seedbench.envs.pool import EnvPool
     from seedbench.envs.choice import TwoChoiceEnv
     from seedbench.envs.batch import LocalEnvs
 

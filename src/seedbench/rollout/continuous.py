@@ -33,7 +33,7 @@ from typing import Any, Callable
 from seedbench.engines.base import Generation, GenerationEngine, SamplingParams
 from seedbench.rollout.prompting import HistoryItem, build_user_content, render_prompt
 from seedbench.rollout.types import RolloutStats, StepSample, TaskRef, Trajectory
-from seedbench.envs.batch import LocalEnvs
+from seedbench.envs.batch import EnvBatch
 
 
 def supports_submit(engine: Any) -> bool:
@@ -55,7 +55,7 @@ class _Episode:
 
 
 def run_episodes(
-    envs: Any,
+    envs: EnvBatch,
     env_spec: Any,
     engine: GenerationEngine,
     tokenizer: Any,
@@ -74,12 +74,10 @@ def run_episodes(
 
     Same arguments (including `transform_prompt`, an agent's hook on the acting prompt) and results as
     `seedbench.rollout.lockstep.run_episodes`, plus `env_threads`: threads that
-    step envs (None = one per env, capped at 16, for `LocalEnvs`; one per worker process for the
-    thread-safe ALFWorld `EnvPool`; a single thread for any other env container, whose `step_many` may
-    not be safe to call concurrently; 0 = step in this thread)."""
+    step envs (None = as many as the env batch allows, ``envs.concurrency``, and no more than there are
+    episodes; 0 = step in this thread)."""
     if env_threads is None:
-        env_threads = (min(len(tasks) * group_size, 16) if isinstance(envs, LocalEnvs)
-                       else int(getattr(envs, "num_workers", 1)))
+        env_threads = min(envs.concurrency, len(tasks) * group_size)
     runner = _Runner(envs, env_spec, engine, tokenizer, params, history_length, max_steps, progress, env_threads,
                      transform_prompt)
     try:
@@ -108,11 +106,7 @@ class _Runner:
     def _reset_all(self, tasks: list[TaskRef], group_size: int, prefix: str) -> list[_Episode]:
         slots = [(task_index, task, member) for task_index, task in enumerate(tasks) for member in range(group_size)]
         t0 = time.perf_counter()
-        if self.pool is not None:
-            results = list(self.pool.map(lambda i: self.envs.reset(i, slots[i][1].seed, {"split": slots[i][1].split}),
-                                         range(len(slots))))
-        else:
-            results = [self.envs.reset(i, task.seed, {"split": task.split}) for i, (_, task, _) in enumerate(slots)]
+        results = self.envs.reset_many([(i, task.seed, {"split": task.split}) for i, (_, task, _) in enumerate(slots)])
         self.stats.env_time_s += time.perf_counter() - t0
         episodes = []
         for index, ((task_index, task, member), (obs, info)) in enumerate(zip(slots, results)):

@@ -13,11 +13,13 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from seedbench.engines.base import GenerationEngine, SamplingParams
+from seedbench.envs.batch import EnvBatch
 from seedbench.rollout.prompting import HistoryItem, build_user_content, render_prompt
+from seedbench.rollout.types import RolloutStats, StepSample, TaskRef, Trajectory
 
 
 def run_episodes(
-    envs: Any,
+    envs: EnvBatch,
     env_spec: Any,
     engine: GenerationEngine,
     tokenizer: Any,

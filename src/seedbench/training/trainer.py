@@ -23,7 +23,7 @@ from seedbench.engines.base import SamplingParams
 from seedbench.progress import progress_bar
 from seedbench.registry import load_object, make_env, resolve_agent, resolve_env
 from seedbench.rollout.types import TaskRef, Trajectory
-from seedbench.envs.batch import LocalEnvs
+from seedbench.envs.batch import EnvBatch, LocalEnvs
 from seedbench.training.rundir import RunDir, default_run_name, git_hash, package_versions
 from seedbench.models.scoring import forward_logprobs, score_responses
 
@@ -136,9 +136,12 @@ class Trainer:
         self._write_summary(complete=False)
 
     # -- setup ------------------------------------------------------------------------------------
-    def _make_envs(self, num: int):
+    def _make_envs(self, num: int) -> EnvBatch:
+        """`num` env slots: in worker processes when the env asks for them (``worker_processes``) or
+        ``num_env_workers`` says so, else in this process."""
         alias, kwargs = self.env_entry.alias, dict(self.config.env_kwargs)
-        from seedbench.envs.alfworld.workers import EnvPool, available_cpus  # light: no alfworld import
+        from seedbench.envs.pool import EnvPool
+        from seedbench.envs.processes import available_cpus
 
         workers = self.config.num_env_workers
         if workers is None:
