@@ -51,7 +51,7 @@ def test_prompt_tokens_never_receive_gradient(tmp_path):
     prediction is not even projected onto the vocabulary, and the loss is unchanged by prompt logits."""
     trainer = Trainer(_config(tmp_path, "mask"))
     tok = trainer.policy.tokenizer
-    from seedbench.agents.grpo import TrainSample
+    from seedbench.agents.base import TrainSample
 
     long_prompt = tok("left right left right up", add_special_tokens=False)["input_ids"]
     short_prompt = tok("up down", add_special_tokens=False)["input_ids"]
