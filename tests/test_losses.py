@@ -5,7 +5,8 @@ import math
 import pytest
 import torch
 
-from seedbench.agents.losses import ADVANTAGE_FNS, entropy_from_logits, kl_k3, ppo_clip_loss
+from seedbench.agents.losses import ADVANTAGE_FNS, kl_k3, ppo_clip_loss
+from seedbench.models.scoring import entropy_from_logits
 
 
 def _adv(mode, rewards, groups, steps_per_traj=None, invalid=None):

@@ -19,7 +19,8 @@ from typing import Any
 
 import torch
 
-from seedbench.agents.grpo import GRPOAgent, GRPOConfig, TrainSample
+from seedbench.agents.base import PreparedUpdate, TrainSample
+from seedbench.agents.grpo import GRPOAgent, GRPOConfig
 
 STEP_NORMS = ("std", "mean_only")
 STEP_PENALTIES = ("after_discount", "before_discount")
@@ -129,7 +130,7 @@ class GiGPOAgent(GRPOAgent):
         }
         return samples
 
-    def prepare(self, trajectories: list, rewards: list[float], iteration: int) -> tuple[list[TrainSample], dict]:
-        samples, metrics = super().prepare(trajectories, rewards, iteration)
-        metrics.update(self._stats)
-        return samples, metrics
+    def prepare(self, trajectories: list, rewards: list[float], iteration: int) -> PreparedUpdate:
+        prepared = super().prepare(trajectories, rewards, iteration)
+        prepared.metrics.update(self._stats)
+        return prepared

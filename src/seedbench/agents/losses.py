@@ -103,9 +103,3 @@ def kl_k3(logp, ref_logp):
     r = π_ref/π; non-negative, unbiased, low variance. Clamped like verl for stability."""
     log_ratio = (ref_logp - logp).clamp(-20.0, 20.0)
     return (torch.exp(log_ratio) - log_ratio - 1.0).clamp(max=10.0)
-
-
-def entropy_from_logits(logits):
-    """Per-position entropy of softmax(logits): [B, L, V] → [B, L]."""
-    logp = torch.log_softmax(logits.float(), dim=-1)
-    return -(logp.exp() * logp).sum(-1)

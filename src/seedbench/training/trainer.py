@@ -1,8 +1,8 @@
 """The trainer loop: rollout → agent.prepare (advantages, extra passes) → PPO-style update → run dir.
 
-One iteration reads top to bottom in `Trainer.iteration`. Agents plug in through three methods
-(`prepare`, `loss`, `needs_reference`), so SEED adds its analysis and re-scoring pass and an extra loss
-term without copying this loop.
+One iteration reads top to bottom in `Trainer.iteration`. Agents plug in through the written contract
+`seedbench.agents.base.Agent` (`needs_reference`, `transform_prompt`, `prepare`, `loss`) and nothing
+else, so SEED adds its analysis and re-scoring pass and an extra loss term without copying this loop.
 """
 
 from __future__ import annotations
@@ -10,7 +10,6 @@ from __future__ import annotations
 import contextlib
 import random
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -18,44 +17,27 @@ import numpy as np
 import torch
 
 from seedbench import __version__
+from seedbench.agents.base import Agent, AgentConfig, AgentContext, MiniBatch, PreparedUpdate, TrainSample
 from seedbench.config import ConfigError, RunConfig, to_dict, update_dataclass
 from seedbench.engines.base import SamplingParams
 from seedbench.progress import progress_bar
 from seedbench.registry import load_object, make_env, resolve_agent, resolve_env
 from seedbench.rollout.types import TaskRef, Trajectory
-from seedbench.envs.batch import LocalEnvs
+from seedbench.envs.batch import EnvBatch, LocalEnvs
 from seedbench.training.rundir import RunDir, default_run_name, git_hash, package_versions
-from seedbench.models.scoring import forward_logprobs, score_responses
+from seedbench.models.scoring import forward_logprobs
 
 
-@dataclass
-class AgentContext:
-    """What an agent may use: the policy, the engine, an env instance (for its attributes and
-    `parse_action` only), the run directory and a scoring helper."""
-
-    policy: Any
-    engine: Any
-    env: Any
-    run_dir: RunDir
-    config: RunConfig
-    sampling: SamplingParams
-    extras: dict[str, Any] = field(default_factory=dict)
-
-    def score(self, prompts: list[list[int]], responses: list[list[int]], model: Any = None) -> list[list[float]]:
-        """Log-probs of `responses` under `prompts` with the current weights (or `model`), no grad."""
-        p = self.policy
-        return score_responses(model or p.model, prompts, responses, p.tokenizer.pad_token_id, p.device,
-                               self.config.optim.micro_batch_size, autocast_factory=p.autocast)
-
-
-def build_agent(config: RunConfig, context_factory):
+def build_agent(config: RunConfig) -> tuple[type[Agent], AgentConfig]:
+    """The agent class registered as ``config.agent`` and its config: the class's ``Config`` defaults,
+    then the registry entry's overrides, then ``algo.*`` (an unknown key is an error naming the valid ones)."""
     entry = resolve_agent(config.agent)
     cls = load_object(entry.factory)
+    if not (isinstance(cls, type) and issubclass(cls, Agent)):
+        raise ConfigError(f"agent {config.agent!r}: {entry.factory} is not a subclass of seedbench.agents.base.Agent "
+                          "(see docs/adding_an_agent.md)")
     agent_config = cls.Config()
-    try:
-        update_dataclass(agent_config, {**entry.overrides, **config.algo}, "algo.")
-    except ConfigError:
-        raise
+    update_dataclass(agent_config, {**entry.overrides, **config.algo}, "algo.")
     return cls, agent_config
 
 
@@ -86,7 +68,7 @@ class Trainer:
         self.config = config
         entry = resolve_env(config.env)
         self.env_entry = entry
-        agent_cls, agent_config = build_agent(config, None)
+        agent_cls, agent_config = build_agent(config)
         out = Path(config.output) if config.output else Path("runs") / default_run_name(
             entry.alias, config.agent, config.model.name, config.seed)
         config.output = str(out)
@@ -111,8 +93,9 @@ class Trainer:
         self.sampling = SamplingParams(max_new_tokens=config.rollout.max_new_tokens, temperature=config.rollout.temperature,
                                        top_p=config.rollout.top_p)
         choose_rollout(config.rollout.scheduler, None)  # a bad scheduler fails before the model loads
-        need_ref = agent_config.kl_coef > 0 if hasattr(agent_config, "kl_coef") else False
-        self.policy = load_policy(config.model, need_reference=need_ref, seed=config.seed)
+        # One rule, asked before the model loads: load the reference exactly when updates will use it.
+        self.needs_reference = agent_cls.needs_reference(agent_config)
+        self.policy = load_policy(config.model, need_reference=self.needs_reference, seed=config.seed)
         from seedbench.engines.factory import ENGINE_NAMES, make_engine
 
         if config.engine not in ENGINE_NAMES:
@@ -120,7 +103,7 @@ class Trainer:
         self.engine = make_engine(config.engine, self.policy, config)
         self.run_episodes = choose_rollout(config.rollout.scheduler, self.engine)
         self.context = AgentContext(self.policy, self.engine, self.env, self.run_dir, config, self.sampling)
-        self.agent = agent_cls(agent_config, self.context)
+        self.agent: Agent = agent_cls(agent_config, self.context)
         self.optimizer = torch.optim.AdamW([p for p in self.policy.model.parameters() if p.requires_grad],
                                            lr=config.optim.lr, weight_decay=config.optim.weight_decay)
         group = config.rollout.tasks_per_batch * config.rollout.group_size
@@ -136,9 +119,12 @@ class Trainer:
         self._write_summary(complete=False)
 
     # -- setup ------------------------------------------------------------------------------------
-    def _make_envs(self, num: int):
+    def _make_envs(self, num: int) -> EnvBatch:
+        """`num` env slots: in worker processes when the env asks for them (``worker_processes``) or
+        ``num_env_workers`` says so, else in this process."""
         alias, kwargs = self.env_entry.alias, dict(self.config.env_kwargs)
-        from seedbench.envs.alfworld.workers import EnvPool, available_cpus  # light: no alfworld import
+        from seedbench.envs.pool import EnvPool
+        from seedbench.envs.processes import available_cpus
 
         workers = self.config.num_env_workers
         if workers is None:
@@ -190,13 +176,13 @@ class Trainer:
                 self.train_envs, self.env, self.engine, self.policy.tokenizer, tasks,
                 group_size=cfg.rollout.group_size, params=self.sampling, history_length=self.history_length,
                 max_steps=self.max_steps, episode_prefix=f"it{iteration}-", progress=bar,
-                transform_prompt=getattr(self.agent, "transform_prompt", None))
+                transform_prompt=self.agent.transform_prompt)
         kept = [t for t in trajectories if not t.dropped]
         rewards = episode_rewards(kept, cfg.rollout.reward)
         t_prepare = time.perf_counter()
-        samples, prep_metrics = self.agent.prepare(kept, rewards, iteration)
+        prepared = self.agent.prepare(kept, rewards, iteration)
         t_update = time.perf_counter()
-        train_metrics = self.update(samples, kept)
+        train_metrics = self.update(prepared, kept)
         self.engine.sync_weights()
         t_end = time.perf_counter()
 
@@ -214,7 +200,7 @@ class Trainer:
             "rollout/invalid_actions": int(sum(not s.action_valid for s in steps)),
             "rollout/response_tokens_mean": float(np.mean([len(s.response_ids) for s in steps])) if steps else 0.0,
             "rollout/dropped_episodes": len(trajectories) - len(kept),
-            **prep_metrics,
+            **prepared.metrics,
             **train_metrics,
             "time/rollout_s": t_prepare - t_start,
             "time/generation_s": rstats.generation_time_s,
@@ -233,10 +219,11 @@ class Trainer:
               f"loss={metrics.get('train/loss', float('nan')):.4f} time={metrics['time/iteration_s']:.1f}s", flush=True)
         return metrics
 
-    def update(self, samples: list, trajectories: list[Trajectory] = ()) -> dict[str, float]:
-        """One PPO epoch (or `ppo_epochs`) over the samples, split into mini-batches of step samples;
-        old and reference log-probs are computed first with the pre-update weights, and the old ones are
-        checked against the engine's sampled log-probs of the same tokens (`trajectories`)."""
+    def update(self, prepared: PreparedUpdate, trajectories: list[Trajectory] = ()) -> dict[str, float]:
+        """One PPO epoch (or `ppo_epochs`) over the prepared samples, split into mini-batches of step
+        samples; old and reference log-probs are computed first with the pre-update weights, and the old
+        ones are checked against the engine's sampled log-probs of the same tokens (`trajectories`)."""
+        samples = prepared.samples
         if not samples:
             return {"train/loss": 0.0, "train/samples": 0}
         cfg, policy = self.config.optim, self.policy
@@ -245,10 +232,10 @@ class Trainer:
         old_logp = self.context.score(prompts, responses)
         check_metrics = self._check_logprobs(samples, old_logp, trajectories)
         ref_logp = None
-        if self.agent.needs_reference:
+        if self.needs_reference:
             with policy.reference() as ref_model:
                 ref_logp = self.context.score(prompts, responses, model=ref_model)
-        want_entropy = getattr(self.agent.config, "entropy_coef", 0.0) > 0
+        want_entropy = self.agent.config.entropy_coef > 0
         totals: dict[str, float] = {}
         token_total = 0
         policy.model.train()
@@ -267,7 +254,7 @@ class Trainer:
                 self.optimizer.zero_grad(set_to_none=True)
                 for micro_start in range(0, len(mini), cfg.micro_batch_size):
                     micro = mini[micro_start : micro_start + cfg.micro_batch_size]
-                    mb = self._micro_batch(micro, samples, old_logp, ref_logp, want_entropy)
+                    mb = self._micro_batch(micro, samples, old_logp, ref_logp, want_entropy, prepared.update_info)
                     loss_sum, metric_sums = self.agent.loss(mb)
                     (loss_sum / tokens).backward()
                     totals["train/loss"] = totals.get("train/loss", 0.0) + float(loss_sum.detach())
@@ -301,9 +288,8 @@ class Trainer:
             print(f"seedbench: WARNING iteration {self.counters['iteration'] + 1}: {check.message()}", flush=True)
         return check.metrics()
 
-    def _micro_batch(self, indices, samples, old_logp, ref_logp, want_entropy):
-        from seedbench.agents.grpo import MiniBatch
-
+    def _micro_batch(self, indices: list[int], samples: list[TrainSample], old_logp, ref_logp, want_entropy: bool,
+                     update_info: dict[str, float] | None = None) -> MiniBatch:
         policy = self.policy
         prompts = [samples[i].prompt_ids for i in indices]
         responses = [samples[i].response_ids for i in indices]
@@ -323,7 +309,7 @@ class Trainer:
             logp=logp, old_logp=padded([old_logp[i] for i in indices]), mask=mask,
             advantages=torch.tensor([samples[i].advantage for i in indices], dtype=torch.float32, device=mask.device),
             ref_logp=padded([ref_logp[i] for i in indices]) if ref_logp is not None else None,
-            entropy=entropy, extras=extras,
+            entropy=entropy, extras=extras, update_info=dict(update_info or {}),
         )
 
     # -- evaluation -------------------------------------------------------------------------------
@@ -341,7 +327,7 @@ class Trainer:
                         self.eval_envs, self.env, self.engine, self.policy.tokenizer, tasks, group_size=1,
                         params=params, history_length=self.history_length, max_steps=self.max_steps,
                         episode_prefix=f"eval{self.counters['iteration']}-{split}-", progress=bar,
-                        transform_prompt=getattr(self.agent, "transform_prompt", None))
+                        transform_prompt=self.agent.transform_prompt)
                 table = success_table([t for t in trajectories if not t.dropped])
                 record = {
                     "iteration": self.counters["iteration"], "trajectories": self.counters["trajectories"],
