@@ -77,11 +77,18 @@ ENTRY = AgentEntry("rloo-test", "tests.test_agent_contract:SpyRLOOAgent", "RLOO 
 
 
 @pytest.fixture
-def registered(monkeypatch):
-    """The test agent in the registry for one test only."""
-    import seedbench.registry as registry
+def fresh_agents():
+    """Agents registered by a test are forgotten after it (the registry reloads its catalogue)."""
+    from seedbench.registry import AGENTS
 
-    monkeypatch.setattr(registry, "_AGENTS", dict(agent_entries()))
+    AGENTS.reload()
+    yield
+    AGENTS.reload()
+
+
+@pytest.fixture
+def registered(fresh_agents):
+    """The test agent in the registry for one test only."""
     register_agent(ENTRY)
     SEEN.clear()
     return ENTRY
@@ -162,12 +169,10 @@ def test_needs_reference_is_what_the_trainer_loads_and_uses(tmp_path, registered
         trainer.close()
 
 
-def test_a_class_that_is_not_an_agent_is_a_config_error(tmp_path, monkeypatch):
-    import seedbench.registry as registry
+def test_a_class_that_is_not_an_agent_is_a_config_error(tmp_path, fresh_agents):
     from seedbench.config import ConfigError
     from seedbench.training.trainer import Trainer
 
-    monkeypatch.setattr(registry, "_AGENTS", dict(agent_entries()))
     register_agent(AgentEntry("not-an-agent", "tests.test_agent_contract:RLOOConfig", "a config, not an agent"))
     with pytest.raises(ConfigError, match="not a subclass of seedbench.agents.base.Agent"):
         Trainer(_config(tmp_path, "bad", "not-an-agent"))
