@@ -13,7 +13,7 @@ import torch
 from seedbench.agents.base import Agent, AgentConfig, MiniBatch, PreparedUpdate, TrainSample
 from seedbench.agents.losses import kl_k3
 from seedbench.config import build_config
-from seedbench.registry import AgentEntry, agent_entries, load_object, register_agent, resolve_agent
+from seedbench.registry import AgentEntry, load_object, register_agent, resolve_agent
 from seedbench.rollout.types import StepSample, TaskRef, Trajectory
 from seedbench.training.rundir import read_jsonl
 
