@@ -11,7 +11,7 @@ in `loss`; GiGPO changes `advantages`. Nothing here knows about a specific env.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 import torch
 
@@ -26,7 +26,7 @@ class GRPOConfig:
     entropy_coef: float = 0.001
     invalid_penalty: float | None = None
     """Subtracted from an invalid step's score; None = the env's `invalid_action_penalty` (0.1)."""
-    adv_norm: str = "trajectory"
+    adv_norm: Literal["trajectory", "step", "mean_only"] = "trajectory"
     """``trajectory`` (default: group stats over episodes), ``step`` (reference code: over step samples),
     ``mean_only`` (reference code for WebShop)."""
     adv_eps: float = 1e-6
