@@ -453,6 +453,7 @@ def validate_config(config: RunConfig, *, check_host: bool = True) -> RunConfig:
     config.rollout.max_steps, config.env_kwargs = resolve_step_cap(entry.alias, env_cls, config.rollout.max_steps,
                                                                    config.env_kwargs)
     algo = agent_config(config)
+    _check_budgets(config, algo)
     if check_host:
         _check_model_path(config.model.name)
         if config.engine == "vllm":
@@ -460,7 +461,6 @@ def validate_config(config: RunConfig, *, check_host: bool = True) -> RunConfig:
 
             if not vllm_importable():
                 raise ConfigError(f"engine: vllm is not installed; use engine hf or {VLLM_INSTALL_HINT}")
-    _check_budgets(config, algo)
     return config
 
 
