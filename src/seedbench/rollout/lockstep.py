@@ -9,11 +9,11 @@ the engine's sampled log-probs, the raw text, the parsed action and its validity
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from seedbench.engines.base import GenerationEngine, SamplingParams
 from seedbench.rollout.prompting import HistoryItem, build_user_content, render_prompt
+from seedbench.rollout.types import RolloutStats, StepSample, TaskRef, Trajectory
 
 
 def run_episodes(
