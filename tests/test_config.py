@@ -161,3 +161,24 @@ def test_eval_of_builtin_agents_still_works(capsys):
     assert "scripted on sokoban (test, 3 tasks, iteration 0): success micro=1.000" in capsys.readouterr().out
     assert main(["eval", "--agent", "random", "--env", "sokoban", "--split", "train", "--episodes", "2", "--seed", "3"]) == 0
     assert "random on sokoban (train, 2 tasks, iteration 0)" in capsys.readouterr().out
+
+
+def test_stage1_flags_map_onto_its_typed_config(tmp_path, capsys):
+    from seedbench.agents.seed.stage1 import STAGE1_FLAGS, Stage1Config, main, parse_config
+
+    config = parse_config(["--env", "sokoban", "--annotator", "scripted", "--model", "tiny", "--max-steps", "20",
+                           "--lora-rank", "4", "--gradient-checkpointing", "--val-fraction", "0"])
+    assert isinstance(config, Stage1Config) and config.model.name == "tiny" and config.model.lora_rank == 4
+    assert config.model.gradient_checkpointing and config.max_steps == 20 and config.val_fraction == 0.0
+    assert config.tasks == Stage1Config.tasks == 180  # defaults live in the dataclass
+    assert {f.split(".")[0] for f in STAGE1_FLAGS.values()} == {f.name for f in fields(Stage1Config)}
+    for argv, message in [(["--tasks", "0"], "tasks: 0 is out of range; must be >= 1"),
+                          (["--val-fraction", "1"], "val_fraction: 1.0 is out of range; must be in [0, 1)"),
+                          (["--engine", "tgi"], "engine: unknown 'tgi'; choose one of: auto, hf, vllm"),
+                          (["--max-steps", "3"], "rollout.max_steps: env choice has a fixed step cap of 1"),
+                          (["--model", "/no/such/dir"], "model.name: /no/such/dir does not exist")]:
+        out = tmp_path / "x"
+        assert main(["--env", "choice", "--annotator", "scripted", "--model", "tiny", "--output", str(out), *argv]) == 2
+        err = capsys.readouterr().err
+        assert message in err and err.count("\n") == 1, err
+        assert not out.exists()

@@ -43,18 +43,19 @@ class Range:
     low: float | None = None
     high: float | None = None
     low_open: bool = False
+    high_open: bool = False
 
     def contains(self, value: float) -> bool:
         if self.low is not None and (value <= self.low if self.low_open else value < self.low):
             return False
-        return self.high is None or value <= self.high
+        return self.high is None or (value < self.high if self.high_open else value <= self.high)
 
     def __str__(self) -> str:
         if self.high is None:
             return f"{'>' if self.low_open else '>='} {self.low:g}"
         if self.low is None:
-            return f"<= {self.high:g}"
-        return f"in {'(' if self.low_open else '['}{self.low:g}, {self.high:g}]"
+            return f"{'<' if self.high_open else '<='} {self.high:g}"
+        return f"in {'(' if self.low_open else '['}{self.low:g}, {self.high:g}{')' if self.high_open else ']'}"
 
 
 Count = Annotated[int, Range(1)]
@@ -402,6 +403,39 @@ def format_fields(rows: list[FieldInfo]) -> str:
         lines.append(f"{row.name}: {row.type} = {row.default!r}")
         lines.extend(f"    {line}" for line in (row.doc or "(undocumented)").splitlines())
     return "\n".join(lines).lstrip("\n")
+
+
+# ----------------------------------------------------------------------------------------------------
+# Command-line flags onto config fields
+
+
+def add_config_flags(parser: Any, config: Any, flags: dict[str, str], required: tuple[str, ...] = ()) -> None:
+    """Add one flag per entry of `flags` (``"max-steps": "max_steps"``, ``"lora-rank": "model.lora_rank"``)
+    to an argparse `parser`. Help text is the field's documentation and default; values are parsed by
+    `apply_config_flags` (so a flag left out keeps the dataclass default); bool fields become switches."""
+    import argparse
+
+    for flag, dotted in flags.items():
+        *parents, name = dotted.split(".")
+        owner = get_dotted(config, ".".join(parents)) if parents else config
+        hint, doc = _type_hints(type(owner))[name], field_docs(type(owner)).get(name, "")
+        default = getattr(owner, name)
+        text = " ".join(doc.split()).replace("%", "%%") + f" [{dotted}: {type_text(hint)}; default {default!r}]"
+        kwargs: dict[str, Any] = {"dest": dotted, "default": argparse.SUPPRESS, "help": text}
+        if hint is bool:
+            kwargs["action"] = "store_true"
+        else:
+            kwargs["metavar"] = name.upper()
+        parser.add_argument(f"--{flag}", required=flag in required, **kwargs)
+
+
+def apply_config_flags(config: Any, args: Any) -> Any:
+    """Set the fields whose flags were given (see `add_config_flags`) and check the whole config."""
+    values: dict[str, Any] = {}
+    for dotted, value in vars(args).items():
+        set_dotted(values, dotted, value)
+    update_dataclass(config, values)
+    return check_dataclass(config)
 
 
 # ----------------------------------------------------------------------------------------------------
