@@ -146,6 +146,16 @@ def test_eval_of_a_run_reproduces_its_last_eval_record(tmp_path, capsys):
     assert "overriding" not in printed and "iteration 1" in printed
     (replay,) = list(read_jsonl(records))
     assert replay == last  # same success numbers, task ids, counters and hash
+    # episode by episode: same outputs, actions and lengths (5 steps, history 1, 3-token answers)
+    from seedbench.training.evaluate import evaluate_agent
+
+    logged = [e for e in read_jsonl(out / "episodes.jsonl") if e["phase"] == "eval/test" and e["iteration"] == 1]
+    replayed = evaluate_agent(str(out))["episodes"]
+    assert replayed == logged and len(logged) == 6
+    assert all(len(e["steps"]) == 5 for e in logged if not e["won"])
+    # the comparison can fail: the env's own history length (2) instead of the run's (1) changes the prompts
+    other = evaluate_agent(str(out), set_values={"rollout": {"history_length": 2}})
+    assert other["overrides"] == ["rollout.history_length = 2 (run: 1)"] and other["episodes"] != logged
 
     assert main(["eval", "--agent", str(out), "--temperature", "0", "--episodes", "3", "--records", str(records)]) == 0
     printed = capsys.readouterr().out

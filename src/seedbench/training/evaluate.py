@@ -170,8 +170,9 @@ def evaluate_agent(agent: str, env_name: str | None = None, *, episodes: int | N
                    seed: int | None = None, temperature: float | None = None, max_new_tokens: int | None = None,
                    engine: str | None = None, set_values: dict[str, Any] | None = None) -> dict[str, Any]:
     """Evaluate a run (its latest or a given checkpoint, under its own config), an HF checkpoint directory,
-    or a built-in agent. Returns the first split's record plus ``records`` (all splits) and ``overrides``
-    (one line per run-config field a flag changed)."""
+    or a built-in agent. Returns the first split's record plus ``records`` (all splits), ``episodes`` (their
+    episodes as the trainer logs them to episodes.jsonl; LLM agents only) and ``overrides`` (one line per
+    run-config field a flag changed)."""
     flags = {"env": env_name, "episodes": episodes, "split": split, "seed": seed, "temperature": temperature,
              "max_new_tokens": max_new_tokens, "engine": engine}
     path = Path(agent)
@@ -180,7 +181,7 @@ def evaluate_agent(agent: str, env_name: str | None = None, *, episodes: int | N
         from seedbench.training.rundir import RunDir
 
         config, changed = eval_config(RunDir(run[0]).read_config(), flags, set_values)
-        records = _evaluate_model(config, run[1] / "model.pt", _checkpoint_counters(run[1]), run[0])
+        results = _evaluate_model(config, run[1] / "model.pt", _checkpoint_counters(run[1]), run[0])
     else:
         if env_name is None:
             raise ConfigError(f"--env is needed to evaluate {agent!r} (only a run directory knows its env)")
@@ -191,10 +192,15 @@ def evaluate_agent(agent: str, env_name: str | None = None, *, episodes: int | N
         config, changed = eval_config(base, {k: v for k, v in flags.items() if k != "env"}, set_values)
         changed = []  # nothing of a run was overridden: the flags are the configuration
         if agent in BUILTIN_AGENTS:
-            records = _evaluate_builtin(agent, config)
+            results = [(record, []) for record in _evaluate_builtin(agent, config)]
         else:
-            records = _evaluate_model(config, None, {"iteration": 0}, None)
-    return {**records[0], "records": records, "overrides": changed}
+            results = _evaluate_model(config, None, {"iteration": 0}, None)
+    from seedbench.training.trainer import episode_record
+
+    records = [record for record, _ in results]
+    episodes = [episode_record(t, record["iteration"], f"eval/{record['split']}", float(t.won))
+                for record, trajectories in results for t in trajectories]
+    return {**records[0], "records": records, "episodes": episodes, "overrides": changed}
 
 
 def _checkpoint_counters(checkpoint: Path) -> dict[str, int]:
@@ -216,7 +222,8 @@ def _evaluate_builtin(agent: str, config: RunConfig) -> list[dict]:
             for split, tasks in eval_tasks(config, env).items()]
 
 
-def _evaluate_model(config: RunConfig, state: Path | None, counters: dict[str, int], run_dir: Path | None) -> list[dict]:
+def _evaluate_model(config: RunConfig, state: Path | None, counters: dict[str, int], run_dir: Path | None
+                    ) -> list[tuple[dict, list[Trajectory]]]:
     """Rebuild what the trainer evaluates with (policy + checkpoint weights, engine, rollout scheduler,
     agent prompt hook, env pool) and run the shared `Evaluator` once."""
     import torch
@@ -239,7 +246,7 @@ def _evaluate_model(config: RunConfig, state: Path | None, counters: dict[str, i
     evaluator = Evaluator(config, env, engine, policy.tokenizer, choose_rollout(config.rollout.scheduler, engine),
                           lambda n: make_env_batch(config, alias, env, n), transform)
     try:
-        return [record for record, _ in evaluator.run(counters)]
+        return evaluator.run(counters)
     finally:
         evaluator.close()
         close_engine(engine)
