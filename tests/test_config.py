@@ -28,7 +28,7 @@ def _hf_dir(tmp_path, context: int) -> Path:
     (["--set", "rollout.scheduler=fifo"], "rollout.scheduler: unknown 'fifo'; choose one of: auto, lockstep, continuous"),
     (["--set", "model.dtype=fp64"], "model.dtype: unknown 'fp64'; choose one of: auto, bf16"),
     (["--set", "model.device=gpu"], "model.device: unknown 'gpu'; use auto, cpu, cuda or cuda:N"),
-    (["--set", "algo.adv_norm=trajectroy"], "algo.adv_norm: unknown 'trajectroy'; choose one of: trajectory, step, mean_only"),
+    (["--set", "algo.adv_norm=trajectroy"], "algo.adv_norm: unknown 'trajectroy'; choose one of: step, step_mean_only, trajectory, trajectory_mean_only"),
     (["--agent", "seed", "--set", "algo.analyzer=curent"], "algo.analyzer: unknown 'curent'; choose one of: current, frozen, static"),
     (["--agent", "gigpo", "--set", "algo.step_adv_norm=var"], "algo.step_adv_norm: unknown 'var'; choose one of: std, mean_only"),
     (["--set", "algo.clip_epsilon=0.3"], "unknown config key 'algo.clip_epsilon'; valid keys: "),

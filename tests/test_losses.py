@@ -42,7 +42,7 @@ def test_trajectory_mode_counts_each_episode_once_but_step_mode_weights_long_one
 
 
 def test_mean_only_does_not_divide_by_std():
-    adv = _adv("mean_only", [10.0, 0.0], [0, 0])
+    adv = _adv("trajectory_mean_only", [10.0, 0.0], [0, 0])
     assert adv.tolist() == pytest.approx([5.0, -5.0])
 
 

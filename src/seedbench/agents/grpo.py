@@ -21,14 +21,17 @@ from seedbench.agents.losses import ADVANTAGE_FNS, kl_k3, ppo_clip_loss
 @dataclass
 class GRPOConfig:
     clip_eps: float = 0.2
+    clip_ratio_c: float | None = 3.0
+    """Dual-clip bound for negative advantages (reference code: 3); None = plain PPO-clip."""
     kl_coef: float = 0.01
     """β_KL to the frozen reference (Search-QA: 0.001)."""
     entropy_coef: float = 0.001
     invalid_penalty: float | None = None
     """Subtracted from an invalid step's score; None = the env's `invalid_action_penalty` (0.1)."""
-    adv_norm: Literal["trajectory", "step", "mean_only"] = "trajectory"
-    """``trajectory`` (default: group stats over episodes), ``step`` (reference code: over step samples),
-    ``mean_only`` (reference code for WebShop)."""
+    adv_norm: Literal["step", "step_mean_only", "trajectory", "trajectory_mean_only"] = "step"
+    """``step`` (reference code, default: group mean/std over step samples, each invalid step penalised
+    alone), ``step_mean_only`` (reference code for WebShop), ``trajectory`` / ``trajectory_mean_only``
+    (seedbench options: statistics over episodes, an invalid step lowers its whole episode)."""
     adv_eps: float = 1e-6
     pg_coef: float = 1.0
     """Weight of the PPO policy-gradient term (0 isolates other terms, e.g. SEED's distillation)."""
@@ -111,7 +114,8 @@ class GRPOAgent:
     def loss(self, mb: MiniBatch) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
         """Token-summed loss and token-summed metrics for one micro-batch."""
         cfg = self.config
-        pg_sum, clip_count = ppo_clip_loss(mb.logp, mb.old_logp, mb.advantages, mb.mask, cfg.clip_eps)
+        pg_sum, clip_count = ppo_clip_loss(mb.logp, mb.old_logp, mb.advantages, mb.mask, cfg.clip_eps,
+                                             cfg.clip_ratio_c)
         loss = cfg.pg_coef * pg_sum
         metrics = {"train/pg_loss": pg_sum.detach(), "train/clip_frac": clip_count}
         if mb.ref_logp is not None and cfg.kl_coef > 0:
