@@ -189,8 +189,9 @@ def evaluate_agent(agent: str, env_name: str | None = None, *, episodes: int | N
             raise FileNotFoundError(f"agent {agent!r} is neither 'random', 'scripted' nor an existing checkpoint "
                                     "directory (a run, one of its checkpoints or an HF checkpoint)")
         base = {"env": env_name} if agent in BUILTIN_AGENTS else {"env": env_name, "model": {"name": str(path)}}
-        config, changed = eval_config(base, {k: v for k, v in flags.items() if k != "env"}, set_values)
-        changed = []  # nothing of a run was overridden: the flags are the configuration
+        # no run config to override: the flags are the configuration, nothing is reported as overridden
+        config, _ = eval_config(base, {k: v for k, v in flags.items() if k != "env"}, set_values)
+        changed = []
         if agent in BUILTIN_AGENTS:
             results = [(record, []) for record in _evaluate_builtin(agent, config)]
         else:
