@@ -15,7 +15,7 @@ exact observation text (verl-agent's default; its similarity-based grouping is n
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 import torch
 
@@ -70,9 +70,9 @@ class GiGPOConfig(GRPOConfig):
     """Discount of the step-level returns (GiGPO paper and verl-agent)."""
     step_adv_weight: float = 1.0
     """ω, weight of the step-level advantage (GiGPO paper: 1)."""
-    step_adv_norm: str = "std"
+    step_adv_norm: Literal["std", "mean_only"] = "std"
     """``std`` (mean-std normalisation, GiGPO paper) or ``mean_only`` (verl-agent's ``mean_norm`` mode)."""
-    step_penalty: str = "after_discount"
+    step_penalty: Literal["after_discount", "before_discount"] = "after_discount"
     """Where an invalid step's penalty enters the step return: ``after_discount`` (verl-agent: subtracted
     from that step's discounted return) or ``before_discount`` (from its reward, so γ^(k−t)·penalty leaks
     into every earlier step)."""

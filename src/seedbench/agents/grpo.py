@@ -11,6 +11,7 @@ in `loss`; GiGPO changes `advantages`. Nothing here knows about a specific env.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal
 
 import torch
 
@@ -24,9 +25,10 @@ class GRPOConfig(AgentConfig):
     """β_KL to the frozen reference (Search-QA: 0.001)."""
     entropy_coef: float = 0.001
     clip_eps: float = 0.2
+    """PPO clip range ε: the ratio is clipped to [1 − ε, 1 + ε] (reference code: 0.2)."""
     clip_ratio_c: float | None = 3.0
     """Dual-clip bound for negative advantages (reference code: 3); None = plain PPO-clip."""
-    adv_norm: str = "step"
+    adv_norm: Literal["step", "step_mean_only", "trajectory", "trajectory_mean_only"] = "step"
     """``step`` (reference code, default: group mean/std over step samples, each invalid step penalised
     alone), ``step_mean_only`` (reference code for WebShop), ``trajectory`` / ``trajectory_mean_only``
     (seedbench options: statistics over episodes, an invalid step lowers its whole episode)."""

@@ -18,27 +18,26 @@ import torch
 
 from seedbench import __version__
 from seedbench.agents.base import Agent, AgentConfig, AgentContext, MiniBatch, PreparedUpdate, TrainSample
-from seedbench.config import ConfigError, RunConfig, to_dict, update_dataclass
+from seedbench.config import ConfigError, RunConfig, agent_config, to_dict, validate_config
 from seedbench.engines.base import SamplingParams
 from seedbench.progress import progress_bar
 from seedbench.registry import load_object, make_env, resolve_agent, resolve_env
 from seedbench.rollout.types import TaskRef, Trajectory
 from seedbench.envs.batch import EnvBatch, LocalEnvs
+from seedbench.training.evaluate import Evaluator, hash_list as _hash_list, success_table  # noqa: F401 - re-exported
 from seedbench.training.rundir import RunDir, default_run_name, git_hash, package_versions
 from seedbench.models.scoring import forward_logprobs
 
 
 def build_agent(config: RunConfig) -> tuple[type[Agent], AgentConfig]:
-    """The agent class registered as ``config.agent`` and its config: the class's ``Config`` defaults,
-    then the registry entry's overrides, then ``algo.*`` (an unknown key is an error naming the valid ones)."""
+    """The agent class registered as ``config.agent`` and its checked config (`seedbench.config.agent_config`:
+    the class's ``Config`` defaults, then the registry entry's overrides, then ``algo.*``)."""
     entry = resolve_agent(config.agent)
     cls = load_object(entry.factory)
     if not (isinstance(cls, type) and issubclass(cls, Agent)):
         raise ConfigError(f"agent {config.agent!r}: {entry.factory} is not a subclass of seedbench.agents.base.Agent "
                           "(see docs/adding_an_agent.md)")
-    agent_config = cls.Config()
-    update_dataclass(agent_config, {**entry.overrides, **config.algo}, "algo.")
-    return cls, agent_config
+    return cls, agent_config(config)
 
 
 def episode_rewards(trajectories: list[Trajectory], mode: str) -> list[float]:
@@ -49,22 +48,9 @@ def episode_rewards(trajectories: list[Trajectory], mode: str) -> list[float]:
     raise ConfigError(f"rollout.reward: unknown {mode!r}; choose return or success")
 
 
-def success_table(trajectories: list[Trajectory]) -> dict[str, Any]:
-    """Micro (over episodes) and macro (over task types) success, plus per-type rates and counts."""
-    per_type: dict[str, list[bool]] = {}
-    for traj in trajectories:
-        per_type.setdefault(traj.task_type or "all", []).append(traj.won)
-    rates = {k: float(np.mean(v)) for k, v in sorted(per_type.items())}
-    return {
-        "success_micro": float(np.mean([t.won for t in trajectories])) if trajectories else 0.0,
-        "success_macro": float(np.mean(list(rates.values()))) if rates else 0.0,
-        "per_type": rates,
-        "per_type_counts": {k: len(v) for k, v in sorted(per_type.items())},
-    }
-
-
 class Trainer:
     def __init__(self, config: RunConfig, resume: bool = False):
+        validate_config(config)  # every field and cross-field check, before anything is written or loaded
         self.config = config
         entry = resolve_env(config.env)
         self.env_entry = entry
@@ -108,9 +94,10 @@ class Trainer:
                                            lr=config.optim.lr, weight_decay=config.optim.weight_decay)
         group = config.rollout.tasks_per_batch * config.rollout.group_size
         self.train_envs = self._make_envs(group)
-        self.eval_envs = None
         self.counters = {"iteration": 0, "trajectories": 0, "env_steps": 0, "generated_tokens": 0}
-        self.eval_tasks = self._eval_tasks()
+        self.evaluator = Evaluator(config, self.env, self.engine, self.policy.tokenizer, self.run_episodes,
+                                   self._make_envs, self.agent.transform_prompt)
+        self.eval_tasks = self.evaluator.tasks
         if checkpoint is not None:
             self._load_checkpoint(checkpoint)
             self.run_dir.truncate_logs_after(self.counters["iteration"])
@@ -120,26 +107,7 @@ class Trainer:
 
     # -- setup ------------------------------------------------------------------------------------
     def _make_envs(self, num: int) -> EnvBatch:
-        """`num` env slots: in worker processes when the env asks for them (``worker_processes``) or
-        ``num_env_workers`` says so, else in this process."""
-        alias, kwargs = self.env_entry.alias, dict(self.config.env_kwargs)
-        from seedbench.envs.pool import EnvPool
-        from seedbench.envs.processes import available_cpus
-
-        workers = self.config.num_env_workers
-        if workers is None:
-            workers = available_cpus() if getattr(self.env, "worker_processes", False) else 0
-        if workers > 0:
-            return EnvPool((alias, kwargs), num_envs=num, num_workers=workers)
-        return LocalEnvs(lambda: make_env(alias, **kwargs), num)
-
-    def _eval_tasks(self) -> dict[str, list[TaskRef]]:
-        splits = self.config.eval.splits or [self.env.eval_split]
-        for split in splits:
-            if split not in self.env.splits:
-                raise ConfigError(f"eval.splits: {split!r} is not a split of {self.env_entry.alias}; choose from {list(self.env.splits)}")
-        # A fixed list: seeds 0..n-1 of each eval split, identical for every agent and run seed.
-        return {split: [TaskRef(split, s) for s in range(self.config.eval.num_tasks)] for split in splits}
+        return make_env_batch(self.config, self.env_entry.alias, self.env, num)
 
     def _train_tasks(self, iteration: int) -> list[TaskRef]:
         rng = np.random.default_rng([self.config.seed, iteration])
@@ -314,34 +282,18 @@ class Trainer:
 
     # -- evaluation -------------------------------------------------------------------------------
     def evaluate(self) -> dict[str, dict]:
-        cfg = self.config
-        params = SamplingParams(max_new_tokens=cfg.eval.max_new_tokens or cfg.rollout.max_new_tokens,
-                                temperature=cfg.eval.temperature, top_p=1.0, greedy=cfg.eval.temperature == 0)
+        """Evaluate the current weights (`seedbench.training.evaluate.Evaluator`, shared with `seedbench eval`)
+        and log one eval.jsonl record per split, with its episodes."""
         results = {}
-        with _rng_isolated(cfg.seed + 7919 * (self.counters["iteration"] + 1)):
-            for split, tasks in self.eval_tasks.items():
-                if self.eval_envs is None or len(self.eval_envs) < len(tasks):
-                    self.eval_envs = self._make_envs(len(tasks))
-                with progress_bar(total=self.max_steps, desc=f"eval {split}", unit="step") as bar:
-                    trajectories, _ = self.run_episodes(
-                        self.eval_envs, self.env, self.engine, self.policy.tokenizer, tasks, group_size=1,
-                        params=params, history_length=self.history_length, max_steps=self.max_steps,
-                        episode_prefix=f"eval{self.counters['iteration']}-{split}-", progress=bar,
-                        transform_prompt=self.agent.transform_prompt)
-                table = success_table([t for t in trajectories if not t.dropped])
-                record = {
-                    "iteration": self.counters["iteration"], "trajectories": self.counters["trajectories"],
-                    "env_steps": self.counters["env_steps"], "generated_tokens": self.counters["generated_tokens"],
-                    "split": split, "num_tasks": len(tasks), "temperature": cfg.eval.temperature,
-                    "task_ids": [t.task_id for t in trajectories], **table,
-                }
-                record["task_list_hash"] = _hash_list(record["task_ids"])
-                self.run_dir.log("eval.jsonl", record)
-                for traj in trajectories:
-                    self.run_dir.log("episodes.jsonl", episode_record(traj, self.counters["iteration"], f"eval/{split}", float(traj.won)))
-                results[split] = record
-                print(f"seedbench: eval {split} @ iteration {self.counters['iteration']}: "
-                      f"success micro={table['success_micro']:.3f} macro={table['success_macro']:.3f}", flush=True)
+        iteration = self.counters["iteration"]
+        for record, trajectories in self.evaluator.run(self.counters):
+            split = record["split"]
+            self.run_dir.log("eval.jsonl", record)
+            for traj in trajectories:
+                self.run_dir.log("episodes.jsonl", episode_record(traj, iteration, f"eval/{split}", float(traj.won)))
+            results[split] = record
+            print(f"seedbench: eval {split} @ iteration {iteration}: "
+                  f"success micro={record['success_micro']:.3f} macro={record['success_macro']:.3f}", flush=True)
         return results
 
     # -- checkpoints and summary ------------------------------------------------------------------
@@ -393,10 +345,24 @@ class Trainer:
     def close(self) -> None:
         from seedbench.engines.factory import close_engine
 
-        for envs in (self.train_envs, self.eval_envs):
-            if envs is not None:
-                envs.close()
+        self.train_envs.close()
+        self.evaluator.close()
         close_engine(self.engine)
+
+
+def make_env_batch(config: RunConfig, alias: str, env: Any, num: int):
+    """`num` envs of the run: a worker pool (``num_env_workers``; default one per CPU for envs that ask for
+    ``worker_processes``) or in-process `LocalEnvs`. Training and evaluation (also `seedbench eval`) use it."""
+    kwargs = dict(config.env_kwargs)
+    from seedbench.envs.pool import EnvPool
+    from seedbench.envs.processes import available_cpus
+
+    workers = config.num_env_workers
+    if workers is None:
+        workers = available_cpus() if env.worker_processes else 0
+    if workers > 0:
+        return EnvPool((alias, kwargs), num_envs=num, num_workers=workers)
+    return LocalEnvs(lambda: make_env(alias, **kwargs), num)
 
 
 ROLLOUT_SCHEDULERS = ("auto", "lockstep", "continuous")
@@ -423,13 +389,6 @@ def episode_record(traj: Trajectory, iteration: int, phase: str, reward: float |
         "steps": [{"step": s.step, "prompt": s.user_content, "output": s.response_text, "action": s.action,
                    "valid": s.action_valid, "reward": s.env_reward} for s in traj.steps],
     }
-
-
-def _hash_list(items) -> str:
-    import hashlib
-    import json
-
-    return hashlib.sha256(json.dumps(list(items)).encode()).hexdigest()[:16]
 
 
 def _seed_everything(seed: int) -> None:

@@ -28,7 +28,7 @@ import json
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import torch
 
@@ -66,7 +66,7 @@ class SEEDConfig(GRPOConfig):
     """λ_opd, weight of the distillation term added to the GRPO loss (reference code: 0.01)."""
     gate_beta: float = 5.0
     """β of the gate sigmoid(β·gap) (reference code: 5)."""
-    analyzer: str = "current"
+    analyzer: Literal["current", "frozen", "static"] = "current"
     """Who writes the skills: ``current`` (the policy being trained, SEED), ``frozen`` (a fixed checkpoint,
     `analyzer_model`) or ``static`` (retrieved from `skill_library` by task similarity, no analysis)."""
     analyzer_model: str = ""
