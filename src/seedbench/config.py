@@ -501,12 +501,24 @@ def validate_config(config: RunConfig, *, check_host: bool = True) -> RunConfig:
 def agent_config(config: RunConfig) -> Any:
     """The agent's config dataclass with the registered variant's overrides and ``algo`` applied and
     checked (types, ``Literal`` enumerations) like the run config."""
-    from seedbench.registry import load_object, resolve_agent
+    from seedbench.registry import resolve_agent
 
     entry = resolve_agent(config.agent)
-    agent_cfg = load_object(entry.factory).Config()
+    agent_cfg = agent_class(entry.factory, config.agent).Config()
     update_dataclass(agent_cfg, {**entry.overrides, **config.algo}, "algo.")
     return check_dataclass(agent_cfg, "algo.")
+
+
+def agent_class(factory: str, name: str) -> type:
+    """The class behind an agent entry; a `ConfigError` when it is not a `seedbench.agents.base.Agent`."""
+    from seedbench.agents.base import Agent
+    from seedbench.registry import load_object
+
+    cls = load_object(factory)
+    if not (isinstance(cls, type) and issubclass(cls, Agent)):
+        raise ConfigError(f"agent {name!r}: {factory} is not a subclass of seedbench.agents.base.Agent "
+                          "(see docs/adding_an_agent.md)")
+    return cls
 
 
 def env_class(entry: Any) -> type | None:

@@ -18,10 +18,10 @@ import torch
 
 from seedbench import __version__
 from seedbench.agents.base import Agent, AgentConfig, AgentContext, MiniBatch, PreparedUpdate, TrainSample
-from seedbench.config import ConfigError, RunConfig, agent_config, to_dict, validate_config
+from seedbench.config import ConfigError, RunConfig, agent_class, agent_config, to_dict, validate_config
 from seedbench.engines.base import SamplingParams
 from seedbench.progress import progress_bar
-from seedbench.registry import load_object, make_env, resolve_agent, resolve_env
+from seedbench.registry import make_env, resolve_agent, resolve_env
 from seedbench.rollout.types import TaskRef, Trajectory
 from seedbench.envs.batch import EnvBatch, LocalEnvs
 from seedbench.training.evaluate import Evaluator, hash_list as _hash_list, success_table  # noqa: F401 - re-exported
@@ -32,12 +32,7 @@ from seedbench.models.scoring import forward_logprobs
 def build_agent(config: RunConfig) -> tuple[type[Agent], AgentConfig]:
     """The agent class registered as ``config.agent`` and its checked config (`seedbench.config.agent_config`:
     the class's ``Config`` defaults, then the registry entry's overrides, then ``algo.*``)."""
-    entry = resolve_agent(config.agent)
-    cls = load_object(entry.factory)
-    if not (isinstance(cls, type) and issubclass(cls, Agent)):
-        raise ConfigError(f"agent {config.agent!r}: {entry.factory} is not a subclass of seedbench.agents.base.Agent "
-                          "(see docs/adding_an_agent.md)")
-    return cls, agent_config(config)
+    return agent_class(resolve_agent(config.agent).factory, config.agent), agent_config(config)
 
 
 def episode_rewards(trajectories: list[Trajectory], mode: str) -> list[float]:
