@@ -62,7 +62,8 @@ def main(argv=None) -> None:
     parser.add_argument("--out", default="benchmarks/results/env_throughput.json")
     args = parser.parse_args(argv)
 
-    from seedbench.envs.alfworld.workers import EnvPool, available_cpus
+    from seedbench.envs.pool import EnvPool
+    from seedbench.envs.processes import available_cpus
     from seedbench.registry import make_env
     from seedbench.envs.batch import LocalEnvs
 

@@ -344,7 +344,7 @@ def test_pool_of_alfworld_workers_survives_a_killed_worker(pool):
     import signal
     import time
 
-    from seedbench.envs.alfworld.workers import EnvPool
+    from seedbench.envs.pool import EnvPool
 
     with EnvPool(("alfworld", {"data_dir": str(pool)}), num_envs=2, num_workers=2, timeout_s=120) as envs:
         resets = envs.reset_many([(0, 0, {"split": "train"}), (1, 1, {"split": "train"})])

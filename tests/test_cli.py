@@ -67,4 +67,5 @@ def test_every_recipe_in_configs_is_valid():
                if not p.name.endswith("_protocol.yaml")]
     assert recipes
     for path in recipes:
-        build_config(path)
+        # check_host=False: a recipe may start from a checkpoint an earlier stage writes (stage-1 model)
+        build_config(path, check_host=False)

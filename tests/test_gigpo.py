@@ -71,7 +71,9 @@ def test_gigpo_adds_the_weighted_step_advantage_to_grpo_episode_advantage():
 def test_success_reward_mode_puts_the_outcome_on_the_last_step():
     agent = _agent(GiGPOAgent, GiGPOConfig(), reward="success")
     traj = _traj(0, ["x", "y"], [-0.1, 10.0], True, valid=[False, True])
-    assert agent.step_rewards(traj, 1.0) == pytest.approx([-0.1, 1.0])
+    assert agent.step_rewards(traj, 1.0) == pytest.approx([0.0, 1.0])
+    # discounted (γ 0.95) then the invalid step 0 loses 0.1 from its own return: 0.95 − 0.1
+    assert agent.step_returns(traj, 1.0) == pytest.approx([0.85, 1.0])
 
 
 def test_one_step_env_step_advantage_equals_episode_advantage():

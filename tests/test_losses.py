@@ -5,7 +5,8 @@ import math
 import pytest
 import torch
 
-from seedbench.agents.losses import ADVANTAGE_FNS, entropy_from_logits, kl_k3, ppo_clip_loss
+from seedbench.agents.losses import ADVANTAGE_FNS, kl_k3, ppo_clip_loss
+from seedbench.models.scoring import entropy_from_logits
 
 
 def _adv(mode, rewards, groups, steps_per_traj=None, invalid=None):
@@ -42,7 +43,7 @@ def test_trajectory_mode_counts_each_episode_once_but_step_mode_weights_long_one
 
 
 def test_mean_only_does_not_divide_by_std():
-    adv = _adv("mean_only", [10.0, 0.0], [0, 0])
+    adv = _adv("trajectory_mean_only", [10.0, 0.0], [0, 0])
     assert adv.tolist() == pytest.approx([5.0, -5.0])
 
 

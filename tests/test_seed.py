@@ -83,7 +83,8 @@ def test_rescoring_uses_exactly_the_sampled_response_ids_and_only_the_prompt_dif
 
     trainer.context.score = recording_score
     trajectories = _rollout(trainer)
-    samples, metrics = trainer.agent.prepare(trajectories, [float(t.won) for t in trajectories], 1)
+    prepared = trainer.agent.prepare(trajectories, [float(t.won) for t in trajectories], 1)
+    samples, metrics = prepared.samples, prepared.metrics
     steps = [s for t in trajectories for s in t.steps]
     assert len(calls) == 1 and metrics["seed/rescored_samples"] == len(steps)
     prompts, responses = calls[0]
@@ -120,7 +121,8 @@ def test_failed_analyses_get_no_distillation_signal_and_are_counted(tmp_path):
     engine = _CannedEngine()
     trainer.agent._analysis_engine = engine
     trajectories = _rollout(trainer)
-    samples, metrics = trainer.agent.prepare(trajectories, [float(t.won) for t in trajectories], 1)
+    prepared = trainer.agent.prepare(trajectories, [float(t.won) for t in trajectories], 1)
+    samples, metrics = prepared.samples, prepared.metrics
     assert engine.params.greedy and len(engine.prompts) == len(trajectories)  # every trajectory, batched, greedy
     assert metrics["seed/analysis_success_rate"] == 0.5 and metrics["seed/analysis_failures"] == len(trajectories) // 2
     for sample in samples:
@@ -134,17 +136,17 @@ def test_failed_analyses_get_no_distillation_signal_and_are_counted(tmp_path):
 
 
 def test_gate_statistics_are_means_over_opd_active_tokens(tmp_path):
-    from seedbench.agents.grpo import MiniBatch
+    from seedbench.agents.base import MiniBatch
 
     trainer = Trainer(_config(tmp_path, "seed", kl_coef=0.0, entropy_coef=0.0))
     agent = trainer.agent
-    agent._token_total, agent._opd_tokens = 4, 2  # as set by prepare for this one micro-batch
+    update_info = {"update_tokens": 4.0, "opd_tokens": 2.0}  # as prepare returns them for this one micro-batch
     logp = torch.tensor([[-1.0, -1.0], [-1.0, -1.0]])
     mb = MiniBatch(logp=logp, old_logp=logp.clone(), mask=torch.ones(2, 2), advantages=torch.zeros(2),
                    extras={"teacher_logp": torch.tensor([[-0.5, -1.5], [0.0, 0.0]]),
-                           "opd_mask": torch.tensor([[1.0, 1.0], [0.0, 0.0]])})
+                           "opd_mask": torch.tensor([[1.0, 1.0], [0.0, 0.0]])}, update_info=update_info)
     _, metrics = agent.loss(mb)
-    per_token = {k: float(v) / agent._token_total for k, v in metrics.items()}  # what the trainer reports
+    per_token = {k: float(v) / update_info["update_tokens"] for k, v in metrics.items()}  # what the trainer reports
     g = torch.sigmoid(torch.tensor([2.5, -2.5]))
     assert per_token["seed/gate_mean"] == pytest.approx(float(g.mean()))
     assert per_token["seed/gate_open_frac"] == pytest.approx(0.5)
@@ -157,7 +159,7 @@ def test_random_tiny_model_ignores_the_skill_so_the_gate_carries_no_signal(tmp_p
     """Why the learning test first teaches the tiny model to read a skill line."""
     trainer = Trainer(_config(tmp_path, "seed-static-skills", skill_library=str(_library(tmp_path))))
     trajectories = _rollout(trainer)
-    samples, _ = trainer.agent.prepare(trajectories, [float(t.won) for t in trajectories], 1)
+    samples = trainer.agent.prepare(trajectories, [float(t.won) for t in trajectories], 1).samples
     student = trainer.context.score([s.prompt_ids for s in samples], [s.response_ids for s in samples])
     gaps = [abs(t - s) for sample, st in zip(samples, student) for t, s in zip(sample.extras["teacher_logp"], st)]
     assert max(gaps) < 0.05
@@ -208,14 +210,14 @@ def test_transform_prompt_inserts_one_library_skill_per_episode(tmp_path):
 
     trainer = Trainer(_config(tmp_path, "skill-prompt", skill_library=str(_library(tmp_path))))
     agent = trainer.agent
-    assert not agent.needs_reference and trainer.policy.ref_model is None
+    assert not agent.needs_reference(agent.config) and trainer.policy.ref_model is None
     traj = Trajectory(episode_id="e0", group_id=0, task=TaskRef("train", 0), task_text="choose left or right")
     content = build_user_content(task="choose left or right", observation="You stand\nat a fork.", step=0,
                                  history=[], history_length=0, admissible_actions=["left", "right"])
     assert current_observation(content) == "You stand\nat a fork."
     assert agent.transform_prompt(traj, content) == insert_skill(content, SKILL)
-    samples, metrics = agent.prepare([traj], [0.0], 1)
-    assert samples == [] and metrics["seed/act_skill_episodes"] == 1.0  # no training at all
+    prepared = agent.prepare([traj], [0.0], 1)
+    assert prepared.samples == [] and prepared.metrics["seed/act_skill_episodes"] == 1.0  # no training at all
     plain = Trainer(_config(tmp_path, "seed", "plain"))
     assert plain.agent.transform_prompt(traj, content) == content  # SEED itself never touches acting prompts
     trainer.close()

@@ -51,7 +51,7 @@ def test_prompt_tokens_never_receive_gradient(tmp_path):
     prediction is not even projected onto the vocabulary, and the loss is unchanged by prompt logits."""
     trainer = Trainer(_config(tmp_path, "mask"))
     tok = trainer.policy.tokenizer
-    from seedbench.agents.grpo import TrainSample
+    from seedbench.agents.base import TrainSample
 
     long_prompt = tok("left right left right up", add_special_tokens=False)["input_ids"]
     short_prompt = tok("up down", add_special_tokens=False)["input_ids"]
@@ -195,7 +195,7 @@ def test_rollout_scheduler_is_chosen_by_config_and_checked(tmp_path):
 
 
 def test_envs_that_ask_for_worker_processes_get_a_pool_by_default(tmp_path, monkeypatch):
-    from seedbench.envs.alfworld.workers import EnvPool
+    from seedbench.envs.pool import EnvPool
     from seedbench.envs.choice import TwoChoiceEnv
     from seedbench.envs.batch import LocalEnvs
 

@@ -2,8 +2,10 @@
 
     seedbench run --agent grpo --env sokoban [--model M] [--seed S] [--iterations K] [--config Y]
                   [--output DIR] [--resume] [--set key=value ...]
-    seedbench eval --agent <checkpoint dir|random|scripted> --env sokoban [--episodes N]
+    seedbench eval --agent <run dir|checkpoint dir|random|scripted> [--env sokoban] [--episodes N] [--set k=v ...]
+    seedbench config [--agent NAME]          every run config field: type, default, documentation
     seedbench envs | agents
+    seedbench check-env NAME [--seeds N] [--expert-tasks N] [--kwarg KEY=VALUE ...]
     seedbench data alfworld [...]
     seedbench sft-analyzer --env E --annotator A [...]
     seedbench experiment SPEC.yaml | report RUNS --out DIR | leaderboard submit|validate|build
@@ -79,14 +81,37 @@ def _run_seeds_as_experiment(args) -> int:
 
 
 def cmd_eval(args) -> int:
+    import json
+
     from seedbench.training.evaluate import evaluate_agent
 
     result = evaluate_agent(args.agent, args.env, episodes=args.episodes, split=args.split, seed=args.seed,
-                            temperature=args.temperature, max_new_tokens=args.max_new_tokens, engine=args.engine)
-    print(f"seedbench: {args.agent} on {args.env} ({result['split']}, {result['num_tasks']} tasks): "
-          f"success micro={result['success_micro']:.3f} macro={result['success_macro']:.3f}")
-    for task_type, rate in result["per_type"].items():
-        print(f"  {task_type}: {rate:.3f} ({result['per_type_counts'][task_type]} tasks)")
+                            temperature=args.temperature, max_new_tokens=args.max_new_tokens, engine=args.engine,
+                            set_values=_parse_set(args.set or []))
+    for line in result["overrides"]:
+        print(f"seedbench: eval: overriding the run's config: {line}")
+    for record in result["records"]:
+        print(f"seedbench: {args.agent} on {args.env or 'its env'} ({record['split']}, {record['num_tasks']} tasks, "
+              f"iteration {record['iteration']}): success micro={record['success_micro']:.3f} "
+              f"macro={record['success_macro']:.3f}")
+        for task_type, rate in record["per_type"].items():
+            print(f"  {task_type}: {rate:.3f} ({record['per_type_counts'][task_type]} tasks)")
+    if args.records:
+        with open(args.records, "w") as handle:
+            handle.writelines(json.dumps(record) + "\n" for record in result["records"])
+    return 0
+
+
+def cmd_config(args) -> int:
+    from seedbench.config import RunConfig, agent_config, describe, format_fields
+
+    print("# seedbench run config: YAML recipe keys (--config) and --set KEY=VALUE paths\n")
+    print(format_fields(describe(RunConfig())))
+    if args.agent:
+        print(f"\n[algo]  coefficients of agent {args.agent} (with its registered overrides)")
+        print(format_fields(describe(agent_config(RunConfig(agent=args.agent)), "algo.")))
+    else:
+        print("\n(`seedbench config --agent NAME` adds the agent's algo.* fields)")
     return 0
 
 
@@ -109,6 +134,7 @@ def cmd_agents(args) -> int:
 
 DELEGATED = {
     "data": ("seedbench.envs.data_command:main", "generate env data (e.g. `seedbench data alfworld`)"),
+    "check-env": ("seedbench.envs.checks:main", "check an env (built-in or plugin) against the env contract"),
     "sft-analyzer": ("seedbench.agents.seed.stage1:main", "SEED stage 1: analyzer SFT"),
     "experiment": ("seedbench.training.experiment:main", "run an experiment spec (envs × agents × seeds)"),
     "report": ("seedbench.report:main", "build a report from runs or an experiment directory"),
@@ -127,7 +153,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="seedbench", description="Agentic RL benchmark and trainers (SEED, GRPO, GiGPO).")
     sub = parser.add_subparsers(dest="command", required=True)
 
-    run = sub.add_parser("run", help="train an agent on an env")
+    run = sub.add_parser("run", help="train an agent on an env",
+                         epilog="Every config field (type, default, documentation): `seedbench config`; an agent's "
+                                "algo.* fields: `seedbench config --agent NAME`.")
     run.add_argument("--agent", help="agent name (see `seedbench agents`)")
     run.add_argument("--env", help="env alias or id (see `seedbench envs`)")
     run.add_argument("--model", help="HF hub id, local checkpoint, smollm2-135m (embedded default) or tiny")
@@ -139,19 +167,30 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--output", help="exact run directory (default runs/<env>__<agent>__<model>__s<seed>__<time>)")
     run.add_argument("--resume", nargs="?", const=True, default=None,
                      help="continue the run in --output (or the given directory) from its last checkpoint")
-    run.add_argument("--set", nargs="+", metavar="KEY=VALUE", help="config overrides, e.g. optim.lr=1e-6")
+    run.add_argument("--set", nargs="+", metavar="KEY=VALUE",
+                     help="config overrides, e.g. optim.lr=1e-6 (all fields: `seedbench config`)")
     run.set_defaults(func=cmd_run)
 
-    ev = sub.add_parser("eval", help="evaluate a checkpoint or a built-in agent (random, scripted)")
-    ev.add_argument("--agent", required=True, help="checkpoint directory, 'random' or 'scripted'")
-    ev.add_argument("--env", required=True)
-    ev.add_argument("--episodes", type=int, default=16)
-    ev.add_argument("--split", default=None)
-    ev.add_argument("--seed", type=int, default=0)
-    ev.add_argument("--temperature", type=float, default=0.4)
-    ev.add_argument("--max-new-tokens", type=int, default=64)
-    ev.add_argument("--engine", choices=["auto", "hf", "vllm"], default="auto", help="generation engine for a checkpoint")
+    ev = sub.add_parser(
+        "eval", help="evaluate a run, a checkpoint or a built-in agent (random, scripted)",
+        description="A run (or one of its checkpoints) is evaluated exactly as the trainer evaluates it, under its "
+                    "own config.yaml; each flag overrides one field of it (printed). Other agents get the default "
+                    "run config for --env. Defaults come from the run config (`seedbench config`).")
+    ev.add_argument("--agent", required=True, help="run directory, checkpoint directory, HF checkpoint, 'random' or 'scripted'")
+    ev.add_argument("--env", help="env (required unless --agent is a run); sets env")
+    ev.add_argument("--episodes", type=int, help="sets eval.num_tasks")
+    ev.add_argument("--split", help="sets eval.splits to this one split")
+    ev.add_argument("--seed", type=int, help="sets seed (the evaluation RNG stream derives from it)")
+    ev.add_argument("--temperature", type=float, help="sets eval.temperature")
+    ev.add_argument("--max-new-tokens", type=int, help="sets eval.max_new_tokens")
+    ev.add_argument("--engine", choices=["auto", "hf", "vllm"], help="sets engine")
+    ev.add_argument("--set", nargs="+", metavar="KEY=VALUE", help="other run config overrides, e.g. rollout.history_length=2")
+    ev.add_argument("--records", metavar="FILE", help="also write the eval records (eval.jsonl format) to FILE")
     ev.set_defaults(func=cmd_eval)
+
+    cfg = sub.add_parser("config", help="list every run config field with its type, default and documentation")
+    cfg.add_argument("--agent", help="also list this agent's algo.* fields")
+    cfg.set_defaults(func=cmd_config)
 
     sub.add_parser("envs", help="list registered environments").set_defaults(func=cmd_envs)
     sub.add_parser("agents", help="list registered agents").set_defaults(func=cmd_agents)
@@ -163,6 +202,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     from seedbench.config import ConfigError
+    from seedbench.envs.contract import EnvContractError
     from seedbench.registry import UnknownNameError
 
     argv = list(sys.argv[1:] if argv is None else argv)
@@ -171,7 +211,7 @@ def main(argv: list[str] | None = None) -> int:
             return _run_delegated(argv[0], argv[1:])
         args = build_parser().parse_args(argv)
         return args.func(args)
-    except (CLIError, ConfigError, UnknownNameError, FileNotFoundError, ImportError) as err:
+    except (CLIError, ConfigError, UnknownNameError, EnvContractError, FileNotFoundError, ImportError) as err:
         print(f"seedbench: error: {err}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

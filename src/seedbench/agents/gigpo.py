@@ -15,13 +15,15 @@ exact observation text (verl-agent's default; its similarity-based grouping is n
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 import torch
 
-from seedbench.agents.grpo import GRPOAgent, GRPOConfig, TrainSample
+from seedbench.agents.base import PreparedUpdate, TrainSample
+from seedbench.agents.grpo import GRPOAgent, GRPOConfig
 
 STEP_NORMS = ("std", "mean_only")
+STEP_PENALTIES = ("after_discount", "before_discount")
 
 
 def discounted_returns(rewards: list[float], gamma: float) -> list[float]:
@@ -31,6 +33,15 @@ def discounted_returns(rewards: list[float], gamma: float) -> list[float]:
         running = rewards[t] + gamma * running
         out[t] = running
     return out
+
+
+def penalised_step_returns(rewards: list[float], valid: list[bool], penalty: float, gamma: float,
+                           where: str = "after_discount") -> list[float]:
+    """Step returns with the invalid-action penalty: ``R_t − penalty·[t invalid]`` (``after_discount``,
+    verl-agent) or the returns of ``r_t − penalty·[t invalid]`` (``before_discount``)."""
+    if where == "before_discount":
+        return discounted_returns([r - (0.0 if ok else penalty) for r, ok in zip(rewards, valid)], gamma)
+    return [g - (0.0 if ok else penalty) for g, ok in zip(discounted_returns(rewards, gamma), valid)]
 
 
 def anchor_step_advantages(returns: torch.Tensor, anchor_ids: torch.Tensor, eps: float = 1e-6,
@@ -59,8 +70,12 @@ class GiGPOConfig(GRPOConfig):
     """Discount of the step-level returns (GiGPO paper and verl-agent)."""
     step_adv_weight: float = 1.0
     """ω, weight of the step-level advantage (GiGPO paper: 1)."""
-    step_adv_norm: str = "std"
+    step_adv_norm: Literal["std", "mean_only"] = "std"
     """``std`` (mean-std normalisation, GiGPO paper) or ``mean_only`` (verl-agent's ``mean_norm`` mode)."""
+    step_penalty: Literal["after_discount", "before_discount"] = "after_discount"
+    """Where an invalid step's penalty enters the step return: ``after_discount`` (verl-agent: subtracted
+    from that step's discounted return) or ``before_discount`` (from its reward, so γ^(k−t)·penalty leaks
+    into every earlier step)."""
 
 
 class GiGPOAgent(GRPOAgent):
@@ -71,18 +86,25 @@ class GiGPOAgent(GRPOAgent):
         super().__init__(config, context)
         if config.step_adv_norm not in STEP_NORMS:
             raise ValueError(f"algo.step_adv_norm: unknown {config.step_adv_norm!r}; choose one of {STEP_NORMS}")
+        if config.step_penalty not in STEP_PENALTIES:
+            raise ValueError(f"algo.step_penalty: unknown {config.step_penalty!r}; choose one of {STEP_PENALTIES}")
         self._stats: dict[str, float] = {}
 
     def step_rewards(self, trajectory: Any, reward: float) -> list[float]:
+        """Per-step rewards before any invalid-action penalty."""
         mode = getattr(getattr(getattr(self.context, "config", None), "rollout", None), "reward", "return")
-        penalty = self.invalid_penalty()
         if mode == "success":
             base = [0.0] * len(trajectory.steps)
             if base:
                 base[-1] = float(reward)
-        else:
-            base = [s.env_reward for s in trajectory.steps]
-        return [r - (0.0 if s.action_valid else penalty) for r, s in zip(base, trajectory.steps)]
+            return base
+        return [s.env_reward for s in trajectory.steps]
+
+    def step_returns(self, trajectory: Any, reward: float) -> list[float]:
+        """Discounted return of each step with the invalid-action penalty applied per `step_penalty`."""
+        return penalised_step_returns(self.step_rewards(trajectory, reward),
+                                      [s.action_valid for s in trajectory.steps], self.invalid_penalty(),
+                                      self.config.gamma, self.config.step_penalty)
 
     def advantages(self, trajectories: list, rewards: list[float]) -> list[TrainSample]:
         samples = super().advantages(trajectories, rewards)  # episode advantage, one sample per step in order
@@ -91,7 +113,7 @@ class GiGPOAgent(GRPOAgent):
             return samples
         returns, anchors, anchor_index = [], [], {}
         for t, traj in enumerate(trajectories):
-            returns.extend(discounted_returns(self.step_rewards(traj, rewards[t]), self.config.gamma))
+            returns.extend(self.step_returns(traj, rewards[t]))
             for step in traj.steps:
                 anchors.append(anchor_index.setdefault((traj.group_id, step.observation), len(anchor_index)))
         anchor_ids = torch.tensor(anchors)
@@ -108,7 +130,7 @@ class GiGPOAgent(GRPOAgent):
         }
         return samples
 
-    def prepare(self, trajectories: list, rewards: list[float], iteration: int) -> tuple[list[TrainSample], dict]:
-        samples, metrics = super().prepare(trajectories, rewards, iteration)
-        metrics.update(self._stats)
-        return samples, metrics
+    def prepare(self, trajectories: list, rewards: list[float], iteration: int) -> PreparedUpdate:
+        prepared = super().prepare(trajectories, rewards, iteration)
+        prepared.metrics.update(self._stats)
+        return prepared

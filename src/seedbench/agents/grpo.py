@@ -10,73 +10,41 @@ in `loss`; GiGPO changes `advantages`. Nothing here knows about a specific env.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass
+from typing import Literal
 
 import torch
 
+from seedbench.agents.base import Agent, AgentConfig, AgentContext, MiniBatch, PreparedUpdate, TrainSample
 from seedbench.agents.losses import ADVANTAGE_FNS, kl_k3, ppo_clip_loss
 
 
 @dataclass
-class GRPOConfig:
-    clip_eps: float = 0.2
+class GRPOConfig(AgentConfig):
     kl_coef: float = 0.01
     """β_KL to the frozen reference (Search-QA: 0.001)."""
     entropy_coef: float = 0.001
-    invalid_penalty: float | None = None
-    """Subtracted from an invalid step's score; None = the env's `invalid_action_penalty` (0.1)."""
-    adv_norm: str = "trajectory"
-    """``trajectory`` (default: group stats over episodes), ``step`` (reference code: over step samples),
-    ``mean_only`` (reference code for WebShop)."""
+    clip_eps: float = 0.2
+    """PPO clip range ε: the ratio is clipped to [1 − ε, 1 + ε] (reference code: 0.2)."""
+    clip_ratio_c: float | None = 3.0
+    """Dual-clip bound for negative advantages (reference code: 3); None = plain PPO-clip."""
+    adv_norm: Literal["step", "step_mean_only", "trajectory", "trajectory_mean_only"] = "step"
+    """``step`` (reference code, default: group mean/std over step samples, each invalid step penalised
+    alone), ``step_mean_only`` (reference code for WebShop), ``trajectory`` / ``trajectory_mean_only``
+    (seedbench options: statistics over episodes, an invalid step lowers its whole episode)."""
     adv_eps: float = 1e-6
     pg_coef: float = 1.0
     """Weight of the PPO policy-gradient term (0 isolates other terms, e.g. SEED's distillation)."""
 
 
-@dataclass
-class TrainSample:
-    """One env step ready for the update. Per-token extras (e.g. SEED's teacher log-probs) live in
-    `extras`, aligned with `response_ids`."""
-
-    prompt_ids: list[int]
-    response_ids: list[int]
-    advantage: float
-    traj_index: int
-    extras: dict[str, list[float]] = field(default_factory=dict)
-
-
-@dataclass
-class MiniBatch:
-    """Tensors for one forward pass, padded to [B, L] over response tokens."""
-
-    logp: torch.Tensor
-    old_logp: torch.Tensor
-    mask: torch.Tensor
-    advantages: torch.Tensor  # [B]
-    ref_logp: torch.Tensor | None = None
-    entropy: torch.Tensor | None = None
-    extras: dict[str, torch.Tensor] = field(default_factory=dict)
-
-
-class GRPOAgent:
+class GRPOAgent(Agent):
     name = "grpo"
     Config = GRPOConfig
 
-    def __init__(self, config: GRPOConfig, context: Any):
+    def __init__(self, config: GRPOConfig, context: AgentContext):
         if config.adv_norm not in ADVANTAGE_FNS:
             raise ValueError(f"algo.adv_norm: unknown {config.adv_norm!r}; choose one of {sorted(ADVANTAGE_FNS)}")
-        self.config = config
-        self.context = context  # the trainer's AgentContext: policy, engine, env, run dir, scoring
-
-    @property
-    def needs_reference(self) -> bool:
-        return self.config.kl_coef > 0
-
-    def invalid_penalty(self) -> float:
-        if self.config.invalid_penalty is not None:
-            return self.config.invalid_penalty
-        return float(getattr(self.context.env, "invalid_action_penalty", 0.1))
+        super().__init__(config, context)  # context: policy, engine, env, run dir, scoring
 
     def advantages(self, trajectories: list, rewards: list[float]) -> list[TrainSample]:
         """Step samples with the group-normalised advantage of their episode. Each invalid step lowers its
@@ -102,16 +70,16 @@ class GRPOAgent:
             sample.advantage = advantage
         return samples
 
-    def prepare(self, trajectories: list, rewards: list[float], iteration: int) -> tuple[list[TrainSample], dict]:
+    def prepare(self, trajectories: list, rewards: list[float], iteration: int) -> PreparedUpdate:
         samples = self.advantages(trajectories, rewards)
         adv = [s.advantage for s in samples]
-        metrics = {"train/advantage_abs_mean": sum(abs(a) for a in adv) / max(len(adv), 1)}
-        return samples, metrics
+        return PreparedUpdate(samples, {"train/advantage_abs_mean": sum(abs(a) for a in adv) / max(len(adv), 1)})
 
     def loss(self, mb: MiniBatch) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
         """Token-summed loss and token-summed metrics for one micro-batch."""
         cfg = self.config
-        pg_sum, clip_count = ppo_clip_loss(mb.logp, mb.old_logp, mb.advantages, mb.mask, cfg.clip_eps)
+        pg_sum, clip_count = ppo_clip_loss(mb.logp, mb.old_logp, mb.advantages, mb.mask, cfg.clip_eps,
+                                             cfg.clip_ratio_c)
         loss = cfg.pg_coef * pg_sum
         metrics = {"train/pg_loss": pg_sum.detach(), "train/clip_frac": clip_count}
         if mb.ref_logp is not None and cfg.kl_coef > 0:

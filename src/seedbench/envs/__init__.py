@@ -1,8 +1,9 @@
 """The environment catalogue: one line per built-in env (Gymnasium/Minigrid style).
 
 Entry points are strings, so an env's heavy dependencies (ALFWorld's TextWorld engine, ...) load only
-when it is made. Third-party packages add envs through the ``seedbench.envs`` entry-point group, see
-docs/adding_an_env.md and `seedbench.registry`.
+when it is made. An env with offline data names its generator (``data_generator``), which
+`seedbench data <alias>` runs. Third-party packages add envs through the ``seedbench.envs`` entry-point
+group, see docs/adding_an_env.md and `seedbench.registry`.
 """
 
 from __future__ import annotations
@@ -28,5 +29,6 @@ CATALOGUE: list[EnvEntry] = [
         entry_point="seedbench.envs.alfworld.env:ALFWorldEnv",
         description="ALFWorld text household tasks on the TextWorld engine (needs the [alfworld] extra)",
         requires="alfworld",
+        data_generator="seedbench.envs.alfworld.data:main",
     ),
 ]

@@ -17,6 +17,9 @@ Rewards
     1.0 for the rewarded side, 0.0 otherwise (invalid text included).
 Termination vs truncation
     Terminates after one step.
+Splits
+    ``train`` and ``test`` hold the same single task (the env has nothing to hold out), so the class
+    declares ``splits_disjoint = False``.
 Registered ids
     ``seedbench/TwoChoice-v0`` (alias ``choice``).
 """
@@ -37,6 +40,7 @@ class TwoChoiceEnv(TextEnv):
     splits = ("train", "test")
     eval_split = "test"
     instruction = "Answer with left or right."
+    splits_disjoint = False  # one task: train and test differ only by name
 
     def __init__(self, rewarded: str = "right", render_mode: str | None = None):
         super().__init__(render_mode=render_mode)
@@ -45,7 +49,7 @@ class TwoChoiceEnv(TextEnv):
         self.rewarded = rewarded
         self._split = "train"
         self._task_id = "choice-0"
-        self._done = False
+        self._won = False
 
     @staticmethod
     def parse_action(text: str) -> tuple[str, bool]:
@@ -54,11 +58,11 @@ class TwoChoiceEnv(TextEnv):
             return "", False
         return words[-1].lower(), True
 
-    def _info(self, won: bool) -> dict:
+    def _info(self) -> dict:
         return {
             "task": "choose left or right",
             "admissible_actions": ["left", "right"],
-            "won": won,
+            "won": self._won,
             "task_id": self._task_id,
             "task_type": "choice",
             "split": self._split,
@@ -69,19 +73,13 @@ class TwoChoiceEnv(TextEnv):
         options = options or {}
         self._split = self._check_split(options.get("split", self.splits[0]))
         self._task_id = str(options.get("task_id", f"choice-{seed if seed is not None else 0}"))
-        self._done = False
-        return "You stand at a fork in the road.", self._info(False)
+        self._won = False
+        return "You stand at a fork in the road.", self._info()
 
-    def step(self, action: str):
-        if self._done:
-            raise RuntimeError("step() called on a finished episode; call reset() first")
-        command, valid = self.parse_action(action)
-        won = valid and command == self.rewarded
-        self._done = True
-        info = self._info(won)
-        info["action_valid"] = valid
-        obs = "You reached the treasure." if won else "Nothing here."
-        return obs, float(won), True, False, info
+    def _apply_action(self, command: str, valid: bool):
+        self._won = valid and command == self.rewarded
+        obs = "You reached the treasure." if self._won else "Nothing here."
+        return obs, float(self._won), True, valid
 
     def render(self):
         return "fork: left or right"

@@ -1,20 +1,34 @@
-"""`seedbench data <env> ...`: dispatch to an env's data generator."""
+"""`seedbench data <env> ...`: run the data generator an env's catalogue line names.
+
+An `EnvEntry` with ``data_generator="module:function"`` gets the command; the function takes the rest
+of the command line (a list of strings) and returns an exit code. Plugin envs ship one the same way.
+"""
 
 from __future__ import annotations
 
 import sys
 
-GENERATORS = {"alfworld": "seedbench.envs.alfworld.data:main"}
+
+def generators() -> dict[str, str]:
+    """Env alias -> its data generator, for every registered env that has one."""
+    from seedbench.registry import env_entries
+
+    return {alias: entry.data_generator for alias, entry in sorted(env_entries().items()) if entry.data_generator}
 
 
 def main(argv: list[str]) -> int:
-    from seedbench.registry import load_object
+    from seedbench.registry import ENVS, UnknownNameError, load_object
 
-    if not argv or argv[0] in ("-h", "--help") or argv[0] not in GENERATORS:
-        choice = argv[0] if argv else ""
-        if choice and choice not in ("-h", "--help"):
-            print(f"seedbench: error: no data generator for {choice!r}; choose one of: {', '.join(GENERATORS)}", file=sys.stderr)
-            return 2
-        print(f"usage: seedbench data {{{','.join(GENERATORS)}}} [options]")
+    available = generators()
+    if not argv or argv[0] in ("-h", "--help"):
+        print(f"usage: seedbench data {{{','.join(available)}}} [options]")
         return 0
-    return int(load_object(GENERATORS[argv[0]])(argv[1:]) or 0)
+    try:
+        entry = ENVS.resolve(argv[0])
+    except UnknownNameError:
+        entry = None
+    if entry is None or not entry.data_generator:
+        print(f"seedbench: error: no data generator for {argv[0]!r}; choose one of: {', '.join(available)}",
+              file=sys.stderr)
+        return 2
+    return int(load_object(entry.data_generator)(argv[1:]) or 0)

@@ -386,9 +386,7 @@ class SokobanEnv(TextEnv):
         self.room_state: np.ndarray | None = None
         self._split = self.splits[0]
         self._task_id = ""
-        self._steps = 0
         self._boxes_on_target = 0
-        self._done = False
 
     # ------------------------------------------------------------------ text protocol
 
@@ -447,9 +445,7 @@ class SokobanEnv(TextEnv):
             task_id = f"sokoban-{split}-{level_seed}"
         self.room_fixed, self.room_state = room_fixed, room_state.copy()
         self._split, self._task_id = split, task_id
-        self._steps = 0
         self._boxes_on_target = self._count_boxes_on_target()
-        self._done = False
         return self._observation(), self._info()
 
     # ------------------------------------------------------------------ dynamics (gym-sokoban _push/_move)
@@ -491,16 +487,11 @@ class SokobanEnv(TextEnv):
         uncovered = (self.room_state == TARGET) | ((self.room_fixed == TARGET) & (self.room_state == PLAYER))
         return not uncovered.any()
 
-    def step(self, action: str):
-        if self.room_state is None:
-            raise RuntimeError("step() called before reset()")
-        if self._done:
-            raise RuntimeError("step() called on a finished episode; call reset() first")
-        command, valid = self.parse_action(action)
+    def _apply_action(self, command: str, valid: bool):
+        """One gym-sokoban step: move or push when the command is valid (an invalid one is a no-op), then
+        the step penalty and the box-on/off-target and finish rewards."""
         if valid:
             self._move(command)
-        self._steps += 1
-
         reward = PENALTY_FOR_STEP
         boxes_on_target = self._count_boxes_on_target()
         if boxes_on_target > self._boxes_on_target:
@@ -511,13 +502,7 @@ class SokobanEnv(TextEnv):
         won = self._all_boxes_on_target()
         if won:
             reward += REWARD_FINISHED
-
-        terminated = won
-        truncated = not terminated and self._steps >= self.max_steps
-        self._done = terminated or truncated
-        info = self._info()
-        info["action_valid"] = valid
-        return self._observation(), float(reward), terminated, truncated, info
+        return self._observation(), reward, won, valid
 
     # ------------------------------------------------------------------ expert and rendering
 

@@ -5,18 +5,23 @@ The env owns the projection from text to an env command (`parse_action`), so inv
 counted event, never a crash. Environments know nothing about models or prompts beyond the few
 attributes below, which the prompt builder reads.
 
-`info` keys every env sets on `reset` and `step`:
+`info` keys every env sets on `reset` and `step`, and what reads them:
 
-- ``task``: the task description (one line, shown to the agent as "Your task: ...").
-- ``admissible_actions``: list of valid commands, or ``None`` for envs without such a list.
-- ``won``: bool, whether the task is solved.
-- ``task_id``: a stable id of the task (game file, level seed, ...).
-- ``task_type``: a category used for per-type success (ALFWorld: pick, look, clean, ...).
+- ``task``: the task description (one line); the prompt shows it as "Your task: ...".
+- ``admissible_actions``: list of valid commands, or ``None`` for envs without such a list; the prompt
+  lists them and the ``random`` eval agent picks among them.
+- ``won``: bool, whether the task is solved; success rates and ``eval/`` metrics count it.
+- ``task_id``: a stable id of the task (game file, level seed, ...); ``reset(options={"task_id": ...})``
+  replays it, episode logs record it, and `seedbench check-env` uses it to prove the splits disjoint.
+- ``task_type``: a category; reports and `seedbench eval` print per-type success tables from it.
 - ``split``: the data split the task came from (``train``, ``valid_seen``, ``valid_unseen``, ``test``).
-- ``action_valid`` (after ``step`` only): whether the model's text parsed into a valid command.
+- ``action_valid`` (after ``step`` only): whether the model's text parsed into a valid command; the
+  trainer subtracts ``invalid_action_penalty`` from invalid steps and logs the invalid-action rate.
 
 Task selection is deterministic: ``reset(seed=s, options={"split": name})`` always picks the same task
-for the same (split, seed); ``options={"task_id": ...}`` selects a task directly.
+for the same (split, seed), and different seeds reach different tasks; ``options={"task_id": ...}``
+selects a task directly. The splits are disjoint: no task (same id, or same behaviour) is in two
+splits. `seedbench check-env NAME` (`seedbench.envs.checks`) verifies all of this.
 """
 
 from __future__ import annotations
@@ -38,7 +43,21 @@ def text_space(max_length: int = MAX_TEXT_LENGTH) -> spaces.Text:
 
 
 class TextEnv(gym.Env):
-    """Base class for text environments. Subclasses implement `reset`, `step` and `parse_action`.
+    """Base class for text environments.
+
+    Subclasses implement `reset` (calling ``super().reset(seed=seed)`` first), the pure `parse_action`,
+    and either the two hooks of the template `step` (`_apply_action`, `_info`) or `step` itself.
+
+    The template `step` is parse → apply → step cap → info, so envs do not re-implement the finished-
+    episode guard and the truncation rule: ``terminated`` comes from `_apply_action` (won, or lost for
+    good); ``truncated`` is set by the template when ``max_steps`` steps have been taken without
+    terminating. The trainer's rollout also stops at ``rollout.max_steps`` when a run sets one.
+
+    Optional hook, not defined here (``hasattr(env, "expert_plan")`` tells whether an env has one):
+    ``expert_plan() -> list[str] | None``, the commands (action payloads, without tags) that solve the
+    task from the current state, or None/[] when none is known. The ``scripted`` eval agent plays it
+    (asking again whenever the plan runs out), `seedbench check-env` requires it to solve a sample of
+    tasks, and SEED's scripted annotator reads it.
 
     Class attributes read by the prompt builder and the trainer (override per env, per SEED_METHOD §7):
 
@@ -50,9 +69,11 @@ class TextEnv(gym.Env):
     - ``instruction``: env-specific rules shown once in every prompt (action grammar, legend, ...).
     - ``worker_processes``: True for envs whose reset/step is slow enough (ALFWorld: ~1 s / ~50 ms) that
       the trainer should, by default, run instances in worker processes rather than step them serially.
+    - ``splits_disjoint``: False only for an env with too few tasks to split (TwoChoice has one task);
+      `seedbench check-env` then reports shared tasks between splits as a note instead of a failure.
     """
 
-    metadata: ClassVar[dict[str, Any]] = {"render_modes": ["ansi"]}
+    metadata: ClassVar[dict[str, Any]] = {"render_modes": ["ansi"], "render_fps": 4}  # fps: check_env asks
     history_length: int = 2
     max_steps: int = 15
     invalid_action_penalty: float = 0.1
@@ -60,16 +81,61 @@ class TextEnv(gym.Env):
     eval_split: str = "test"
     instruction: str = ""
     worker_processes: bool = False
+    splits_disjoint: bool = True
 
     def __init__(self, render_mode: str | None = None):
         self.observation_space = text_space()
         self.action_space = text_space()
         self.render_mode = render_mode
+        self._steps = 0  # steps taken in the current episode
+        self._done = False  # the episode ended (terminated or truncated); `step` refuses until `reset`
+        self._started = False  # `reset` was called at least once
+        self._last_observation = ""
+
+    def reset(self, *, seed: int | None = None, options: dict | None = None):
+        """Seed ``np_random`` and start the step count. Subclasses call this first, then pick the task
+        from (split, seed) and return ``(observation, info)``."""
+        super().reset(seed=seed, options=options)
+        self._steps, self._done, self._started = 0, False, True
+        self._last_observation = ""
 
     @staticmethod
     def parse_action(text: str) -> tuple[str, bool]:
-        """Project raw model text onto an env command: ``(command, valid)``. Must be pure and total."""
+        """Project raw model text onto an env command: ``(command, valid)``. Must be pure and total:
+        text it cannot parse gives ``(something, False)``, never an exception."""
         raise NotImplementedError
+
+    def step(self, action: str):
+        """Template step: refuse a finished episode, parse the text, apply the command (`_apply_action`),
+        count the step, truncate at ``max_steps``, and return the info of `_info` plus ``action_valid``."""
+        if not self._started:
+            raise RuntimeError("step() called before reset()")
+        if self._done:
+            raise RuntimeError("step() called on a finished episode; call reset() first")
+        command, valid = self.parse_action(action)
+        observation, reward, terminated, valid = self._apply_action(command, valid)
+        self._steps += 1
+        truncated = not terminated and self._steps >= self.max_steps
+        self._done = terminated or truncated
+        self._last_observation = observation
+        info = self._info()
+        info["action_valid"] = valid
+        return observation, float(reward), terminated, truncated, info
+
+    def _apply_action(self, command: str, valid: bool) -> tuple[str, float, bool, bool]:
+        """Play one parsed command; return ``(observation, reward, terminated, valid)``. `valid` is the
+        parse result; an env may narrow it (ALFWorld: the command must also be admissible now). An
+        invalid command usually changes nothing but still counts as a step. Needed by the template `step`."""
+        raise NotImplementedError(f"{type(self).__name__} implements neither step() nor _apply_action()")
+
+    def _info(self) -> dict[str, Any]:
+        """The `info` keys of the module docstring for the current state (without ``action_valid``)."""
+        raise NotImplementedError(f"{type(self).__name__} implements neither step() nor _info()")
+
+    def render(self) -> str:
+        """Default ``ansi`` render: the latest observation the template `step` returned ("" right after
+        a reset). Override it to draw the state (Sokoban prints its grid)."""
+        return self._last_observation
 
     def _check_split(self, split: str) -> str:
         if split not in self.splits:

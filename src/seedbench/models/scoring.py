@@ -1,7 +1,8 @@
 """Forward passes that score given response tokens under given prompts.
 
 Used for the old/reference log-probs before an update, for the student log-probs inside it, and by SEED
-to re-score the *identical* sampled response ids under a skill-augmented prompt.
+to re-score the *identical* sampled response ids under a skill-augmented prompt; optionally with the
+per-token entropies an entropy bonus needs.
 """
 
 from __future__ import annotations
@@ -10,7 +11,11 @@ from typing import Any
 
 import torch
 
-from seedbench.agents.losses import entropy_from_logits
+
+def entropy_from_logits(logits):
+    """Per-position entropy of softmax(logits): [B, L, V] → [B, L]."""
+    logp = torch.log_softmax(logits.float(), dim=-1)
+    return -(logp.exp() * logp).sum(-1)
 
 
 def pad_batch(prompts: list[list[int]], responses: list[list[int]], pad_id: int):

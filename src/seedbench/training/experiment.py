@@ -236,7 +236,7 @@ def trajectories_per_iteration(config: str | None, overrides: dict[str, Any]) ->
     for key, value in overrides.items():
         if key.startswith("rollout."):
             set_dotted(nested, key, value)
-    resolved = build_config(config, nested)
+    resolved = build_config(config, nested, check_host=False)  # sizes only; the model may not exist yet
     return int(resolved.rollout.tasks_per_batch) * int(resolved.rollout.group_size)
 
 

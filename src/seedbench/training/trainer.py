@@ -1,8 +1,8 @@
 """The trainer loop: rollout → agent.prepare (advantages, extra passes) → PPO-style update → run dir.
 
-One iteration reads top to bottom in `Trainer.iteration`. Agents plug in through three methods
-(`prepare`, `loss`, `needs_reference`), so SEED adds its analysis and re-scoring pass and an extra loss
-term without copying this loop.
+One iteration reads top to bottom in `Trainer.iteration`. Agents plug in through the written contract
+`seedbench.agents.base.Agent` (`needs_reference`, `transform_prompt`, `prepare`, `loss`) and nothing
+else, so SEED adds its analysis and re-scoring pass and an extra loss term without copying this loop.
 """
 
 from __future__ import annotations
@@ -10,7 +10,6 @@ from __future__ import annotations
 import contextlib
 import random
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -18,47 +17,24 @@ import numpy as np
 import torch
 
 from seedbench import __version__
-from seedbench.config import ConfigError, RunConfig, to_dict, update_dataclass
+from seedbench.agents.base import Agent, AgentConfig, AgentContext, MiniBatch, PreparedUpdate, TrainSample
+from seedbench.config import ConfigError, RunConfig, agent_class, agent_config, to_dict, validate_config
 from seedbench.engines.base import SamplingParams
 from seedbench.progress import progress_bar
-from seedbench.registry import load_object, make_env, resolve_agent, resolve_env
+from seedbench.registry import make_env, resolve_agent, resolve_env
 from seedbench.rollout.types import TaskRef, Trajectory
 from seedbench.seeding import seed_everything as _seed_everything
-from seedbench.envs.batch import LocalEnvs
+from seedbench.envs.batch import EnvBatch, LocalEnvs
 from seedbench.provenance import env_provenance, task_list_hash, write_eval_tasks
+from seedbench.training.evaluate import Evaluator, success_table  # noqa: F401 - re-exported
 from seedbench.training.rundir import RunDir, default_run_name, git_hash, package_versions
-from seedbench.models.scoring import forward_logprobs, score_responses
+from seedbench.models.scoring import forward_logprobs
 
 
-@dataclass
-class AgentContext:
-    """What an agent may use: the policy, the engine, an env instance (for its attributes and
-    `parse_action` only), the run directory and a scoring helper."""
-
-    policy: Any
-    engine: Any
-    env: Any
-    run_dir: RunDir
-    config: RunConfig
-    sampling: SamplingParams
-    extras: dict[str, Any] = field(default_factory=dict)
-
-    def score(self, prompts: list[list[int]], responses: list[list[int]], model: Any = None) -> list[list[float]]:
-        """Log-probs of `responses` under `prompts` with the current weights (or `model`), no grad."""
-        p = self.policy
-        return score_responses(model or p.model, prompts, responses, p.tokenizer.pad_token_id, p.device,
-                               self.config.optim.micro_batch_size, autocast_factory=p.autocast)
-
-
-def build_agent(config: RunConfig, context_factory):
-    entry = resolve_agent(config.agent)
-    cls = load_object(entry.factory)
-    agent_config = cls.Config()
-    try:
-        update_dataclass(agent_config, {**entry.overrides, **config.algo}, "algo.")
-    except ConfigError:
-        raise
-    return cls, agent_config
+def build_agent(config: RunConfig) -> tuple[type[Agent], AgentConfig]:
+    """The agent class registered as ``config.agent`` and its checked config (`seedbench.config.agent_config`:
+    the class's ``Config`` defaults, then the registry entry's overrides, then ``algo.*``)."""
+    return agent_class(resolve_agent(config.agent).factory, config.agent), agent_config(config)
 
 
 def episode_rewards(trajectories: list[Trajectory], mode: str) -> list[float]:
@@ -69,26 +45,13 @@ def episode_rewards(trajectories: list[Trajectory], mode: str) -> list[float]:
     raise ConfigError(f"rollout.reward: unknown {mode!r}; choose return or success")
 
 
-def success_table(trajectories: list[Trajectory]) -> dict[str, Any]:
-    """Micro (over episodes) and macro (over task types) success, plus per-type rates and counts."""
-    per_type: dict[str, list[bool]] = {}
-    for traj in trajectories:
-        per_type.setdefault(traj.task_type or "all", []).append(traj.won)
-    rates = {k: float(np.mean(v)) for k, v in sorted(per_type.items())}
-    return {
-        "success_micro": float(np.mean([t.won for t in trajectories])) if trajectories else 0.0,
-        "success_macro": float(np.mean(list(rates.values()))) if rates else 0.0,
-        "per_type": rates,
-        "per_type_counts": {k: len(v) for k, v in sorted(per_type.items())},
-    }
-
-
 class Trainer:
     def __init__(self, config: RunConfig, resume: bool = False):
+        validate_config(config)  # every field and cross-field check, before anything is written or loaded
         self.config = config
         entry = resolve_env(config.env)
         self.env_entry = entry
-        agent_cls, agent_config = build_agent(config, None)
+        agent_cls, agent_config = build_agent(config)
         out = Path(config.output) if config.output else Path("runs") / default_run_name(
             entry.alias, config.agent, config.model.name, config.seed)
         config.output = str(out)
@@ -113,8 +76,9 @@ class Trainer:
         self.sampling = SamplingParams(max_new_tokens=config.rollout.max_new_tokens, temperature=config.rollout.temperature,
                                        top_p=config.rollout.top_p)
         choose_rollout(config.rollout.scheduler, None)  # a bad scheduler fails before the model loads
-        need_ref = agent_config.kl_coef > 0 if hasattr(agent_config, "kl_coef") else False
-        self.policy = load_policy(config.model, need_reference=need_ref, seed=config.seed)
+        # One rule, asked before the model loads: load the reference exactly when updates will use it.
+        self.needs_reference = agent_cls.needs_reference(agent_config)
+        self.policy = load_policy(config.model, need_reference=self.needs_reference, seed=config.seed)
         from seedbench.engines.factory import ENGINE_NAMES, make_engine
 
         if config.engine not in ENGINE_NAMES:
@@ -122,14 +86,15 @@ class Trainer:
         self.engine = make_engine(config.engine, self.policy, config)
         self.run_episodes = choose_rollout(config.rollout.scheduler, self.engine)
         self.context = AgentContext(self.policy, self.engine, self.env, self.run_dir, config, self.sampling)
-        self.agent = agent_cls(agent_config, self.context)
+        self.agent: Agent = agent_cls(agent_config, self.context)
         self.optimizer = torch.optim.AdamW([p for p in self.policy.model.parameters() if p.requires_grad],
                                            lr=config.optim.lr, weight_decay=config.optim.weight_decay)
         group = config.rollout.tasks_per_batch * config.rollout.group_size
         self.train_envs = self._make_envs(group)
-        self.eval_envs = None
         self.counters = {"iteration": 0, "trajectories": 0, "env_steps": 0, "generated_tokens": 0}
-        self.eval_tasks = self._eval_tasks()
+        self.evaluator = Evaluator(config, self.env, self.engine, self.policy.tokenizer, self.run_episodes,
+                                   self._make_envs, self.agent.transform_prompt)
+        self.eval_tasks = self.evaluator.tasks
         if checkpoint is not None:
             self._load_checkpoint(checkpoint)
             self.run_dir.truncate_logs_after(self.counters["iteration"])
@@ -138,24 +103,8 @@ class Trainer:
         self._write_summary(complete=False)
 
     # -- setup ------------------------------------------------------------------------------------
-    def _make_envs(self, num: int):
-        alias, kwargs = self.env_entry.alias, dict(self.config.env_kwargs)
-        from seedbench.envs.alfworld.workers import EnvPool, available_cpus  # light: no alfworld import
-
-        workers = self.config.num_env_workers
-        if workers is None:
-            workers = available_cpus() if getattr(self.env, "worker_processes", False) else 0
-        if workers > 0:
-            return EnvPool((alias, kwargs), num_envs=num, num_workers=workers)
-        return LocalEnvs(lambda: make_env(alias, **kwargs), num)
-
-    def _eval_tasks(self) -> dict[str, list[TaskRef]]:
-        splits = self.config.eval.splits or [self.env.eval_split]
-        for split in splits:
-            if split not in self.env.splits:
-                raise ConfigError(f"eval.splits: {split!r} is not a split of {self.env_entry.alias}; choose from {list(self.env.splits)}")
-        # A fixed list: seeds 0..n-1 of each eval split, identical for every agent and run seed.
-        return {split: [TaskRef(split, s) for s in range(self.config.eval.num_tasks)] for split in splits}
+    def _make_envs(self, num: int) -> EnvBatch:
+        return make_env_batch(self.config, self.env_entry.alias, self.env, num)
 
     def _train_tasks(self, iteration: int) -> list[TaskRef]:
         rng = np.random.default_rng([self.config.seed, iteration])
@@ -192,13 +141,13 @@ class Trainer:
                 self.train_envs, self.env, self.engine, self.policy.tokenizer, tasks,
                 group_size=cfg.rollout.group_size, params=self.sampling, history_length=self.history_length,
                 max_steps=self.max_steps, episode_prefix=f"it{iteration}-", progress=bar,
-                transform_prompt=getattr(self.agent, "transform_prompt", None))
+                transform_prompt=self.agent.transform_prompt)
         kept = [t for t in trajectories if not t.dropped]
         rewards = episode_rewards(kept, cfg.rollout.reward)
         t_prepare = time.perf_counter()
-        samples, prep_metrics = self.agent.prepare(kept, rewards, iteration)
+        prepared = self.agent.prepare(kept, rewards, iteration)
         t_update = time.perf_counter()
-        train_metrics = self.update(samples, kept)
+        train_metrics = self.update(prepared, kept)
         self.engine.sync_weights()
         t_end = time.perf_counter()
 
@@ -216,7 +165,7 @@ class Trainer:
             "rollout/invalid_actions": int(sum(not s.action_valid for s in steps)),
             "rollout/response_tokens_mean": float(np.mean([len(s.response_ids) for s in steps])) if steps else 0.0,
             "rollout/dropped_episodes": len(trajectories) - len(kept),
-            **prep_metrics,
+            **prepared.metrics,
             **train_metrics,
             "time/rollout_s": t_prepare - t_start,
             "time/generation_s": rstats.generation_time_s,
@@ -235,10 +184,11 @@ class Trainer:
               f"loss={metrics.get('train/loss', float('nan')):.4f} time={metrics['time/iteration_s']:.1f}s", flush=True)
         return metrics
 
-    def update(self, samples: list, trajectories: list[Trajectory] = ()) -> dict[str, float]:
-        """One PPO epoch (or `ppo_epochs`) over the samples, split into mini-batches of step samples;
-        old and reference log-probs are computed first with the pre-update weights, and the old ones are
-        checked against the engine's sampled log-probs of the same tokens (`trajectories`)."""
+    def update(self, prepared: PreparedUpdate, trajectories: list[Trajectory] = ()) -> dict[str, float]:
+        """One PPO epoch (or `ppo_epochs`) over the prepared samples, split into mini-batches of step
+        samples; old and reference log-probs are computed first with the pre-update weights, and the old
+        ones are checked against the engine's sampled log-probs of the same tokens (`trajectories`)."""
+        samples = prepared.samples
         if not samples:
             return {"train/loss": 0.0, "train/samples": 0}
         cfg, policy = self.config.optim, self.policy
@@ -247,10 +197,10 @@ class Trainer:
         old_logp = self.context.score(prompts, responses)
         check_metrics = self._check_logprobs(samples, old_logp, trajectories)
         ref_logp = None
-        if self.agent.needs_reference:
+        if self.needs_reference:
             with policy.reference() as ref_model:
                 ref_logp = self.context.score(prompts, responses, model=ref_model)
-        want_entropy = getattr(self.agent.config, "entropy_coef", 0.0) > 0
+        want_entropy = self.agent.config.entropy_coef > 0
         totals: dict[str, float] = {}
         token_total = 0
         policy.model.train()
@@ -269,7 +219,7 @@ class Trainer:
                 self.optimizer.zero_grad(set_to_none=True)
                 for micro_start in range(0, len(mini), cfg.micro_batch_size):
                     micro = mini[micro_start : micro_start + cfg.micro_batch_size]
-                    mb = self._micro_batch(micro, samples, old_logp, ref_logp, want_entropy)
+                    mb = self._micro_batch(micro, samples, old_logp, ref_logp, want_entropy, prepared.update_info)
                     loss_sum, metric_sums = self.agent.loss(mb)
                     (loss_sum / tokens).backward()
                     totals["train/loss"] = totals.get("train/loss", 0.0) + float(loss_sum.detach())
@@ -303,9 +253,8 @@ class Trainer:
             print(f"seedbench: WARNING iteration {self.counters['iteration'] + 1}: {check.message()}", flush=True)
         return check.metrics()
 
-    def _micro_batch(self, indices, samples, old_logp, ref_logp, want_entropy):
-        from seedbench.agents.grpo import MiniBatch
-
+    def _micro_batch(self, indices: list[int], samples: list[TrainSample], old_logp, ref_logp, want_entropy: bool,
+                     update_info: dict[str, float] | None = None) -> MiniBatch:
         policy = self.policy
         prompts = [samples[i].prompt_ids for i in indices]
         responses = [samples[i].response_ids for i in indices]
@@ -325,39 +274,23 @@ class Trainer:
             logp=logp, old_logp=padded([old_logp[i] for i in indices]), mask=mask,
             advantages=torch.tensor([samples[i].advantage for i in indices], dtype=torch.float32, device=mask.device),
             ref_logp=padded([ref_logp[i] for i in indices]) if ref_logp is not None else None,
-            entropy=entropy, extras=extras,
+            entropy=entropy, extras=extras, update_info=dict(update_info or {}),
         )
 
     # -- evaluation -------------------------------------------------------------------------------
     def evaluate(self) -> dict[str, dict]:
-        cfg = self.config
-        params = SamplingParams(max_new_tokens=cfg.eval.max_new_tokens or cfg.rollout.max_new_tokens,
-                                temperature=cfg.eval.temperature, top_p=1.0, greedy=cfg.eval.temperature == 0)
+        """Evaluate the current weights (`seedbench.training.evaluate.Evaluator`, shared with `seedbench eval`)
+        and log one eval.jsonl record per split, with its episodes."""
         results = {}
-        with _rng_isolated(cfg.seed + 7919 * (self.counters["iteration"] + 1)):
-            for split, tasks in self.eval_tasks.items():
-                if self.eval_envs is None or len(self.eval_envs) < len(tasks):
-                    self.eval_envs = self._make_envs(len(tasks))
-                with progress_bar(total=self.max_steps, desc=f"eval {split}", unit="step") as bar:
-                    trajectories, _ = self.run_episodes(
-                        self.eval_envs, self.env, self.engine, self.policy.tokenizer, tasks, group_size=1,
-                        params=params, history_length=self.history_length, max_steps=self.max_steps,
-                        episode_prefix=f"eval{self.counters['iteration']}-{split}-", progress=bar,
-                        transform_prompt=getattr(self.agent, "transform_prompt", None))
-                table = success_table([t for t in trajectories if not t.dropped])
-                record = {
-                    "iteration": self.counters["iteration"], "trajectories": self.counters["trajectories"],
-                    "env_steps": self.counters["env_steps"], "generated_tokens": self.counters["generated_tokens"],
-                    "split": split, "num_tasks": len(tasks), "temperature": cfg.eval.temperature,
-                    "task_ids": [t.task_id for t in trajectories], **table,
-                }
-                record["task_list_hash"] = task_list_hash(record["task_ids"], env_provenance(self.env)["manifest_checksum"])
-                self.run_dir.log("eval.jsonl", record)
-                for traj in trajectories:
-                    self.run_dir.log("episodes.jsonl", episode_record(traj, self.counters["iteration"], f"eval/{split}", float(traj.won)))
-                results[split] = record
-                print(f"seedbench: eval {split} @ iteration {self.counters['iteration']}: "
-                      f"success micro={table['success_micro']:.3f} macro={table['success_macro']:.3f}", flush=True)
+        iteration = self.counters["iteration"]
+        for record, trajectories in self.evaluator.run(self.counters):
+            split = record["split"]
+            self.run_dir.log("eval.jsonl", record)
+            for traj in trajectories:
+                self.run_dir.log("episodes.jsonl", episode_record(traj, iteration, f"eval/{split}", float(traj.won)))
+            results[split] = record
+            print(f"seedbench: eval {split} @ iteration {iteration}: "
+                  f"success micro={record['success_micro']:.3f} macro={record['success_macro']:.3f}", flush=True)
         return results
 
     # -- checkpoints and summary ------------------------------------------------------------------
@@ -414,10 +347,24 @@ class Trainer:
     def close(self) -> None:
         from seedbench.engines.factory import close_engine
 
-        for envs in (self.train_envs, self.eval_envs):
-            if envs is not None:
-                envs.close()
+        self.train_envs.close()
+        self.evaluator.close()
         close_engine(self.engine)
+
+
+def make_env_batch(config: RunConfig, alias: str, env: Any, num: int):
+    """`num` envs of the run: a worker pool (``num_env_workers``; default one per CPU for envs that ask for
+    ``worker_processes``) or in-process `LocalEnvs`. Training and evaluation (also `seedbench eval`) use it."""
+    kwargs = dict(config.env_kwargs)
+    from seedbench.envs.pool import EnvPool
+    from seedbench.envs.processes import available_cpus
+
+    workers = config.num_env_workers
+    if workers is None:
+        workers = available_cpus() if env.worker_processes else 0
+    if workers > 0:
+        return EnvPool((alias, kwargs), num_envs=num, num_workers=workers)
+    return LocalEnvs(lambda: make_env(alias, **kwargs), num)
 
 
 ROLLOUT_SCHEDULERS = ("auto", "lockstep", "continuous")

@@ -27,12 +27,13 @@ import json
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import torch
 
 from seedbench.agents.seed.analysis import Analysis, episode_steps, fit_analyzer_content, parse_analysis
-from seedbench.agents.grpo import GRPOAgent, GRPOConfig, MiniBatch, TrainSample
+from seedbench.agents.base import MiniBatch, PreparedUpdate
+from seedbench.agents.grpo import GRPOAgent, GRPOConfig
 from seedbench.config import ConfigError
 from seedbench.rollout.prompting import FORMAT_INSTRUCTION, insert_skill, render_prompt
 
@@ -64,7 +65,7 @@ class SEEDConfig(GRPOConfig):
     """λ_opd, weight of the distillation term added to the GRPO loss (reference code: 0.01)."""
     gate_beta: float = 5.0
     """β of the gate sigmoid(β·gap) (reference code: 5)."""
-    analyzer: str = "current"
+    analyzer: Literal["current", "frozen", "static"] = "current"
     """Who writes the skills: ``current`` (the policy being trained, SEED), ``frozen`` (a fixed checkpoint,
     `analyzer_model`) or ``static`` (retrieved from `skill_library` by task similarity, no analysis)."""
     analyzer_model: str = ""
@@ -110,13 +111,12 @@ class SEEDAgent(GRPOAgent):
             self._analysis_engine = self._frozen_engine()
         self._act_skills: dict[str, str] = {}
         self._act_calls = 0
-        self._token_total = 0
-        self._opd_tokens = 0
 
     # -- setup ------------------------------------------------------------------------------------
-    @property
-    def needs_reference(self) -> bool:
-        return self.config.train and self.config.kl_coef > 0
+    @classmethod
+    def needs_reference(cls, config: SEEDConfig) -> bool:
+        """Only an agent that trains uses the KL reference (Skill-Prompt, ``train=False``, never updates)."""
+        return config.train and config.kl_coef > 0
 
     def _stage1_marker(self) -> dict | None:
         path = Path(str(getattr(self.context.policy, "source", "")))
@@ -182,7 +182,7 @@ class SEEDAgent(GRPOAgent):
         return insert_skill(content, self._act_skills[key])
 
     # -- one update -------------------------------------------------------------------------------
-    def prepare(self, trajectories: list, rewards: list[float], iteration: int) -> tuple[list[TrainSample], dict]:
+    def prepare(self, trajectories: list, rewards: list[float], iteration: int) -> PreparedUpdate:
         cfg = self.config
         if cfg.act_skills:
             if trajectories and self._act_calls == 0:
@@ -190,10 +190,11 @@ class SEEDAgent(GRPOAgent):
                                    "prompts had no skills; use a rollout that supports the transform_prompt hook")
             self._act_skills.clear()
         if not cfg.train:  # Skill-Prompt: skills at act time only
-            return [], {"seed/act_skill_episodes": float(len(trajectories))}
-        samples, metrics = super().prepare(trajectories, rewards, iteration)
+            return PreparedUpdate([], {"seed/act_skill_episodes": float(len(trajectories))})
+        prepared = super().prepare(trajectories, rewards, iteration)
+        samples, metrics = prepared.samples, prepared.metrics
         if cfg.opd_coef == 0:  # nothing to distill (Skill-GRPO): skip the analysis and re-scoring passes
-            return samples, metrics
+            return prepared
         steps = [step for traj in trajectories for step in traj.steps]
         assert len(steps) == len(samples), "GRPOAgent.advantages must yield one sample per step, in order"
 
@@ -222,8 +223,9 @@ class SEEDAgent(GRPOAgent):
             self.context.run_dir.log("skills.jsonl", record)
         ok = [a for a in analyses if a is not None]
         skill_tokens = [len(tokenizer(a.skill, add_special_tokens=False)["input_ids"]) for a in ok]
-        self._token_total = sum(len(s.response_ids) for s in samples)
-        self._opd_tokens = sum(len(samples[i].response_ids) for i in rescored)
+        # Token counts of the whole update, for the gate statistics in `loss` (see there).
+        prepared.update_info["update_tokens"] = float(sum(len(s.response_ids) for s in samples))
+        prepared.update_info["opd_tokens"] = float(sum(len(samples[i].response_ids) for i in rescored))
         metrics.update({
             "seed/analysed_trajectories": len(analyses),
             "seed/analysis_success_rate": len(ok) / len(analyses) if analyses else 0.0,
@@ -235,9 +237,9 @@ class SEEDAgent(GRPOAgent):
             "time/analysis_s": t1 - t0,
             "time/rescore_s": t2 - t1,
         })
-        if not self._opd_tokens:  # `loss` reports these over OPD-active tokens; with none they are undefined
+        if not prepared.update_info["opd_tokens"]:  # `loss` reports these over OPD-active tokens only
             metrics.update({"seed/gate_mean": None, "seed/gate_open_frac": None, "seed/teacher_gap_mean": None})
-        return samples, metrics
+        return prepared
 
     def analyse(self, trajectories: list, rewards: list[float], iteration: int) -> tuple[list[Analysis | None], list[dict]]:
         """One analysis per trajectory (None = failed/empty) and the run-directory records of all of them."""
@@ -294,8 +296,9 @@ class SEEDAgent(GRPOAgent):
         # OPD-active tokens only, so their sums are rescaled by (all tokens / OPD-active tokens).
         metrics["seed/opd_loss"] = opd_sum.detach()
         metrics["seed/opd_active_ratio"] = opd_mask.sum()
-        if self._opd_tokens:  # else `prepare` logs them as null
-            scale = self._token_total / self._opd_tokens
+        opd_tokens = mb.update_info.get("opd_tokens", 0.0)
+        if opd_tokens:  # else `prepare` logs them as null
+            scale = mb.update_info["update_tokens"] / opd_tokens
             with torch.no_grad():
                 metrics["seed/gate_mean"] = (gate * opd_mask).sum() * scale
                 metrics["seed/gate_open_frac"] = ((gate > 0.5).float() * opd_mask).sum() * scale

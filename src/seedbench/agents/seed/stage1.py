@@ -22,51 +22,106 @@ Outputs: ``OUTPUT/annotations.jsonl`` (every trajectory: prompt, raw answer, par
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import random
+import re
 import shutil
 import sys
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
+
+from seedbench.config import (ConfigError, Count, Engine, ModelConfig, NonNegative, NonNegativeInt, Positive, Range,
+                              add_config_flags, apply_config_flags, resolve_step_cap)
 
 MARKER = "seedbench_analyzer_sft.json"  # same name as seedbench.agents.seed.agent.ANALYZER_SFT_MARKER
+
+
+@dataclass
+class Stage1Config:
+    """Stage-1 settings; every ``seedbench sft-analyzer`` flag sets one field (`STAGE1_FLAGS`)."""
+
+    env: str = ""
+    """Env alias or id (``seedbench envs``)."""
+    annotator: str = ""
+    """``openai:<model>`` (with base_url), ``hf:<model path or hub id>``, a local model directory, or ``scripted``
+    (rule-based from env data; for tests and smoke runs only)."""
+    model: ModelConfig = field(default_factory=ModelConfig)
+    """The base policy: rolled out, then fine-tuned (name, device, dtype, LoRA, gradient checkpointing)."""
+    output: str | None = None
+    """Output directory (default ``runs/sft-analyzer__<env>__<model>__s<seed>__<time>``)."""
+    base_url: str | None = None
+    """OpenAI-compatible endpoint of an ``openai:`` annotator, e.g. https://api.openai.com/v1."""
+    api_key_env: str = "OPENAI_API_KEY"
+    """Environment variable holding the endpoint's API key ('' = none)."""
+    tasks: Count = 180
+    """Training tasks to roll out (paper: 180)."""
+    group_size: Count = 8
+    """Rollouts per task (paper: 8)."""
+    temperature: NonNegative = 0.4
+    """Rollout temperature (paper: 0.4)."""
+    max_new_tokens: Count = 96
+    """Per-step response budget of the rollout."""
+    max_steps: Count | None = None
+    """Episode step cap, handed to the env like ``rollout.max_steps`` (None = the env's)."""
+    history_length: NonNegativeInt | None = None
+    """History in the acting prompt (None = the env's)."""
+    rollout_batch: Count = 16
+    """Tasks rolled out at once (memory bound)."""
+    annotation_max_new_tokens: Count = 1024
+    """Annotator answer budget."""
+    max_prompt_tokens: Count = 4096
+    """Analyzer prompt budget (oldest steps dropped)."""
+    epochs: Positive = 3.0
+    """SFT epochs (paper: 3)."""
+    lr: Positive = 5e-6
+    """SFT learning rate (paper: 5e-6 text, 2e-6 vision)."""
+    val_fraction: Annotated[float, Range(0, 1, high_open=True)] = 0.1
+    """Validation split of the annotations (paper: 10 %)."""
+    batch_size: Count = 4
+    """SFT examples per device step."""
+    grad_accum: Count = 1
+    """SFT gradient accumulation steps."""
+    seed: int = 0
+    """Seeds rollouts, the train/validation split and the SFT."""
+    engine: Engine = "auto"
+    """Generation engine of the base-policy rollout (auto: vLLM when installed)."""
+
+
+STAGE1_FLAGS = {
+    "env": "env", "annotator": "annotator", "model": "model.name", "output": "output", "base-url": "base_url",
+    "api-key-env": "api_key_env", "tasks": "tasks", "group-size": "group_size", "temperature": "temperature",
+    "max-new-tokens": "max_new_tokens", "max-steps": "max_steps", "history-length": "history_length",
+    "rollout-batch": "rollout_batch", "annotation-max-new-tokens": "annotation_max_new_tokens",
+    "max-prompt-tokens": "max_prompt_tokens", "epochs": "epochs", "lr": "lr", "val-fraction": "val_fraction",
+    "batch-size": "batch_size", "grad-accum": "grad_accum", "seed": "seed", "engine": "engine",
+    "device": "model.device", "dtype": "model.dtype", "lora-rank": "model.lora_rank",
+    "gradient-checkpointing": "model.gradient_checkpointing",
+}
+"""``seedbench sft-analyzer`` flag → `Stage1Config` field."""
 
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="seedbench sft-analyzer",
                                 description="SEED stage 1: annotate base-policy rollouts and fine-tune the analyzer.")
-    p.add_argument("--env", required=True, help="env alias or id (see `seedbench envs`)")
-    p.add_argument("--annotator", required=True,
-                   help="openai:<model> (with --base-url), hf:<model path or hub id>, a local model directory, or "
-                        "scripted (rule-based from env data; for tests and smoke runs only)")
-    p.add_argument("--model", default="smollm2-135m", help="base policy (HF id, local path, smollm2-135m, tiny)")
-    p.add_argument("--output", help="output directory (default runs/sft-analyzer__<env>__<model>__s<seed>__<time>)")
-    p.add_argument("--base-url", help="OpenAI-compatible endpoint, e.g. https://api.openai.com/v1")
-    p.add_argument("--api-key-env", default="OPENAI_API_KEY", help="environment variable holding the API key ('' = none)")
-    p.add_argument("--tasks", type=int, default=180, help="training tasks to roll out (paper: 180)")
-    p.add_argument("--group-size", type=int, default=8, help="rollouts per task (paper: 8)")
-    p.add_argument("--temperature", type=float, default=0.4, help="rollout temperature (paper: 0.4)")
-    p.add_argument("--max-new-tokens", type=int, default=96, help="per-step response budget of the rollout")
-    p.add_argument("--max-steps", type=int, help="episode step cap (default: the env's)")
-    p.add_argument("--history-length", type=int, help="history in the acting prompt (default: the env's)")
-    p.add_argument("--rollout-batch", type=int, default=16, help="tasks rolled out at once (memory bound)")
-    p.add_argument("--annotation-max-new-tokens", type=int, default=1024, help="annotator answer budget")
-    p.add_argument("--max-prompt-tokens", type=int, default=4096, help="analyzer prompt budget (oldest steps dropped)")
-    p.add_argument("--epochs", type=float, default=3.0, help="SFT epochs (paper: 3)")
-    p.add_argument("--lr", type=float, default=5e-6, help="SFT learning rate (paper: 5e-6 text, 2e-6 vision)")
-    p.add_argument("--val-fraction", type=float, default=0.1, help="validation split (paper: 10 %%)")
-    p.add_argument("--batch-size", type=int, default=4, help="SFT examples per device step")
-    p.add_argument("--grad-accum", type=int, default=1, help="SFT gradient accumulation steps")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--engine", default="auto", choices=["auto", "hf", "vllm"],
-                   help="generation engine of the base-policy rollout (auto: vLLM when installed)")
-    p.add_argument("--device", default="auto")
-    p.add_argument("--dtype", default="auto", help="compute dtype of rollout and annotation (training keeps fp32 weights)")
-    p.add_argument("--lora-rank", type=int, default=0, help="LoRA rank (0 = full fine-tune); adapters are merged on save")
-    p.add_argument("--gradient-checkpointing", action="store_true",
-                   help="recompute activations in the backward pass (less memory, ~20 %% slower; TRL's default is on)")
+    add_config_flags(p, Stage1Config(), STAGE1_FLAGS, required=("env", "annotator"))
     return p
+
+
+def parse_config(argv: list[str] | None) -> Stage1Config:
+    """The checked stage-1 config of a command line (before anything is loaded or written)."""
+    from seedbench.config import _check_model_path, env_class
+    from seedbench.registry import resolve_env
+
+    config = apply_config_flags(Stage1Config(), build_parser().parse_args(argv))
+    if not re.fullmatch(r"auto|cpu|mps|cuda(:\d+)?", config.model.device):
+        raise ConfigError(f"model.device: unknown {config.model.device!r}; use auto, cpu, cuda or cuda:N")
+    entry = resolve_env(config.env)
+    config.max_steps, _ = resolve_step_cap(entry.alias, env_class(entry), config.max_steps, {})
+    _check_model_path(config.model.name)
+    return config
 
 
 class StageError(Exception):
@@ -74,9 +129,8 @@ class StageError(Exception):
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
     try:
-        run(args)
+        run(parse_config(argv))
     except StageError as err:
         print(f"seedbench: error: {err}", file=sys.stderr)
         return 2
@@ -92,12 +146,12 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def run(args: argparse.Namespace) -> Path:
+def run(args: Stage1Config) -> Path:
     import numpy as np
 
     from seedbench.agents.seed.analysis import episode_steps, fit_analyzer_content, parse_analysis
     from seedbench.agents.seed.annotators import AnnotationRequest, make_annotator
-    from seedbench.config import ModelConfig
+    from seedbench.config import env_class
     from seedbench.engines.factory import close_engine, make_engine
     from seedbench.engines.base import SamplingParams
     from seedbench.models.policy import load_policy
@@ -109,30 +163,27 @@ def run(args: argparse.Namespace) -> Path:
     from seedbench.jsonio import append_jsonl, write_json_atomic
     from seedbench.training.rundir import default_run_name
 
-    if args.tasks < 1 or args.group_size < 1:
-        raise StageError("--tasks and --group-size must be at least 1")
-    if not 0.0 <= args.val_fraction < 1.0:
-        raise StageError("--val-fraction must be in [0, 1)")
     entry = resolve_env(args.env)
-    out = Path(args.output) if args.output else Path("runs") / default_run_name(entry.alias, "sft-analyzer", args.model, args.seed)
+    max_steps, env_kwargs = resolve_step_cap(entry.alias, env_class(entry), args.max_steps, {})
+    out = Path(args.output) if args.output else Path("runs") / default_run_name(entry.alias, "sft-analyzer", args.model.name, args.seed)
     if out.exists() and any(out.iterdir()):
         raise StageError(f"output directory {out} already exists; choose another --output")
 
-    annotator = make_annotator(args.annotator, make_env=lambda: make_env(entry.alias), base_url=args.base_url,
-                               api_key_env=args.api_key_env, device=args.device, dtype=args.dtype,
+    annotator = make_annotator(args.annotator, make_env=lambda: make_env(entry.alias, **env_kwargs), base_url=args.base_url,
+                               api_key_env=args.api_key_env, device=args.model.device, dtype=args.model.dtype,
                                max_new_tokens=args.annotation_max_new_tokens)
     annotator.check()  # fail before the long rollout when the annotator cannot be used
     print(f"seedbench: annotator: {annotator.label}", flush=True)
     out.mkdir(parents=True, exist_ok=True)
 
     seed_everything(args.seed)
-    model_cfg = ModelConfig(name=args.model, device=args.device, dtype=args.dtype, lora_rank=args.lora_rank)
-    policy = load_policy(model_cfg, need_reference=False, seed=args.seed)
+    # gradient checkpointing is the SFT trainer's switch (activation_checkpointing), not the rollout model's
+    policy = load_policy(dataclasses.replace(args.model, gradient_checkpointing=False), need_reference=False, seed=args.seed)
     tokenizer = policy.tokenizer
     engine = make_engine(args.engine, policy, args)
-    env = make_env(entry.alias)
+    env = make_env(entry.alias, **env_kwargs)
     history = args.history_length if args.history_length is not None else env.history_length
-    max_steps = args.max_steps or env.max_steps
+    max_steps = max_steps or env.max_steps
     params = SamplingParams(max_new_tokens=args.max_new_tokens, temperature=args.temperature)
 
     # 1. rollouts of the base policy, in chunks of tasks
@@ -141,7 +192,7 @@ def run(args: argparse.Namespace) -> Path:
     t0 = time.perf_counter()
     trajectories = []
     chunk = max(1, args.rollout_batch)
-    envs = LocalEnvs(lambda: make_env(entry.alias), min(chunk, len(tasks)) * args.group_size)
+    envs = LocalEnvs(lambda: make_env(entry.alias, **env_kwargs), min(chunk, len(tasks)) * args.group_size)
     try:
         for start in range(0, len(tasks), chunk):
             batch, _ = run_episodes(envs, env, engine, tokenizer, tasks[start : start + chunk], group_size=args.group_size,
@@ -200,7 +251,7 @@ def run(args: argparse.Namespace) -> Path:
     model_dir = out / "model"
     save_policy(policy, model_dir)
     provenance = {
-        "stage": "seed-stage1-analyzer-sft", "env": entry.alias, "base_model": args.model,
+        "stage": "seed-stage1-analyzer-sft", "env": entry.alias, "base_model": args.model.name,
         "base_checksum": policy.checksum, "annotator": args.annotator, "annotator_kind": annotator.kind,
         "annotator_label": annotator.label, "annotations": str(annotations_path.resolve()),
         "trajectories": len(trajectories), "successful_trajectories": successes, "annotations_kept": len(examples),
@@ -225,7 +276,7 @@ def _tokenize(tokenizer: Any, content: str, answer: str) -> dict[str, list[int]]
     return {"input_ids": prompt + completion, "labels": [-100] * len(prompt) + completion}
 
 
-def _fine_tune(policy: Any, train_rows: list[dict], val_rows: list[dict], args: argparse.Namespace, out: Path) -> dict:
+def _fine_tune(policy: Any, train_rows: list[dict], val_rows: list[dict], args: Stage1Config, out: Path) -> dict:
     """TRL `SFTTrainer` on pre-tokenized rows whose ``labels`` already mask the prompt with -100."""
     try:
         from datasets import Dataset
@@ -241,7 +292,7 @@ def _fine_tune(policy: Any, train_rows: list[dict], val_rows: list[dict], args: 
         gradient_accumulation_steps=args.grad_accum, eval_strategy="epoch" if val_rows else "no",
         save_strategy="no", logging_steps=1, report_to="none", seed=args.seed, max_length=None,
         use_cpu=cpu, bf16=(not cpu and str(policy.compute_dtype) == "torch.bfloat16"),  # TRL defaults bf16 on
-        activation_checkpointing=args.gradient_checkpointing,
+        activation_checkpointing=args.model.gradient_checkpointing,
         dataloader_num_workers=0, disable_tqdm=True,
     )
     trainer = SFTTrainer(model=policy.model, args=config, train_dataset=Dataset.from_list(train_rows),

@@ -34,7 +34,6 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
-import os
 import random
 import shutil
 import signal
@@ -46,6 +45,7 @@ from pathlib import Path
 from typing import Any
 
 from seedbench.envs.alfworld.engine import ALFWORLD_VERSION, missing_alfworld_error
+from seedbench.envs.processes import available_cpus, run_tasks
 
 POOL_FORMAT = "seedbench-alfworld-pool/1"
 SPLITS = ("train", "valid_seen", "valid_unseen")
@@ -498,8 +498,6 @@ def _quotas(counts: dict[str, int]) -> dict[tuple[str, str], int]:
 
 def generate_pool(config: PoolConfig) -> dict[str, Any]:
     """Generate (or resume) the pool and write ``manifest.json``. Returns the manifest."""
-    from seedbench.envs.alfworld.workers import run_tasks
-
     out = Path(config.out)
     out.mkdir(parents=True, exist_ok=True)
     plans = split_floor_plans(tuple(config.unseen_floor_plans))
@@ -557,7 +555,7 @@ def generate_pool(config: PoolConfig) -> dict[str, Any]:
     t0 = time.perf_counter()
     new_candidates = new_solved = 0
     last_manifest = time.monotonic()
-    workers = config.workers or _available_cpus()
+    workers = config.workers or available_cpus()
     with progress_path.open("a") as log:
         if cut_line:
             log.write("\n")  # end the line a kill cut short, or the first new record would be glued to it
@@ -617,13 +615,6 @@ def _interleave_types(games: list[dict]) -> list[dict]:
     return ordered
 
 
-def _available_cpus() -> int:
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except AttributeError:  # pragma: no cover - non-Linux
-        return max(1, os.cpu_count() or 1)
-
-
 def write_manifest(config: PoolConfig, done: dict, quotas: dict, plans: dict, elapsed: float,
                    new_candidates: int, new_solved: int, complete: bool = True) -> dict[str, Any]:
     """Write ``manifest.json`` from the progress records: per (split, type) the first `quota` solved
@@ -670,7 +661,7 @@ def write_manifest(config: PoolConfig, done: dict, quotas: dict, plans: dict, el
                            "games": sum(g["split"] == split for g in games)} for split in SPLITS},
         "candidate_stats": stats,
         "last_run": {"seconds": round(elapsed, 1), "new_candidates": new_candidates, "new_solved": new_solved,
-                     "workers": config.workers or _available_cpus(),
+                     "workers": config.workers or available_cpus(),
                      "games_per_minute": round(60 * new_solved / elapsed, 2) if elapsed > 0 else None},
         "checksum": pool_checksum(games),  # the data checksum runs record (ALFWorldEnv.provenance)
         "games": games,

@@ -210,9 +210,7 @@ class ALFWorldEnv(TextEnv):
         self._admissible: list[str] = []
         self._task = ""
         self._obs = ""
-        self._steps = 0
         self._won = False
-        self._done = True
         self._history: list[str] = []
         self._walkthrough: list[str] | None = None
 
@@ -233,15 +231,12 @@ class ALFWorldEnv(TextEnv):
         self._task = text.split(TASK_MARKER, 1)[1].strip() if TASK_MARKER in text else ""
         self._obs = text
         self._admissible = self._filter(state["admissible_commands"])
-        self._steps, self._won, self._done, self._history = 0, False, False, []
+        self._won, self._history = False, []
         return self._obs, self._info()
 
-    def step(self, action: str):
-        if self._done:
-            raise RuntimeError("step() called on a finished episode; call reset() first")
-        command, well_formed = self.parse_action(action)
-        valid = well_formed and command in self._admissible
-        self._steps += 1
+    def _apply_action(self, command: str, valid: bool):
+        """Send an admissible command to the engine; anything else is "Nothing happens." (no change)."""
+        valid = valid and command in self._admissible
         if valid:
             state, _, _ = self._tw.step(command)
             self._state = state
@@ -251,12 +246,7 @@ class ALFWorldEnv(TextEnv):
             self._history.append(command)
         else:
             self._obs = NOTHING_HAPPENS
-        terminated = self._won
-        truncated = not terminated and self._steps >= self.max_steps
-        self._done = terminated or truncated
-        info = self._info()
-        info["action_valid"] = valid
-        return self._obs, WIN_REWARD if (valid and self._won) else 0.0, terminated, truncated, info
+        return self._obs, WIN_REWARD if (valid and self._won) else 0.0, self._won, valid
 
     @staticmethod
     def parse_action(text: str) -> tuple[str, bool]:

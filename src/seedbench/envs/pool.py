@@ -1,9 +1,8 @@
-"""Env instances in worker processes, so a batch of episodes does not step serially in one process.
+"""`EnvPool`: an `EnvBatch` whose env instances live in worker processes, for slow envs.
 
-`EnvPool` hosts ``num_envs`` env instances spread over ``num_workers`` processes (default: one per
-available CPU) and has the interface the rollout loop uses (`seedbench.envs.batch.LocalEnvs`): ``reset``,
-``step_many``, ``close``, plus ``reset_many`` so the resets of a batch also run concurrently. The envs of
-one worker step one after another; different workers step at the same time.
+The pool hosts ``num_envs`` env instances spread over ``num_workers`` processes (default: one per
+available CPU). The envs of one worker step one after another; different workers step at the same time,
+so a batch of ALFWorld (or WebShop, Search-QA) episodes does not step serially in the trainer's process.
 
 Failure handling, so one stuck or crashed game never stops a training run:
 
@@ -15,48 +14,35 @@ Failure handling, so one stuck or crashed game never stops a training run:
 - an exception inside one env's ``step`` drops only that episode (the worker lives on).
 
 `EnvPool` is thread-safe: calls from several threads that touch different workers run in parallel (an
-asynchronous rollout can step each episode from its own thread), calls that share a worker take turns.
+asynchronous rollout can step each episode from its own thread), calls that share a worker take turns;
+hence its `concurrency` is the number of workers.
 
-Workers are started with the ``spawn`` method (no fork of a parent that holds model weights and threads);
-each makes its envs through `seedbench.registry.make_env`, so anything registered works. As with any
-spawn-based multiprocessing, a script that creates a pool needs the ``if __name__ == "__main__":`` guard.
-
-`run_tasks` is the same machinery for one-shot jobs with a time limit (ALFWorld game generation).
+Each worker makes its envs through `seedbench.registry.make_env`, so anything registered works (or a
+``"module:callable"`` path). Process plumbing: `seedbench.envs.processes`.
 """
 
 from __future__ import annotations
 
-import importlib
 import multiprocessing as mp
-import os
 import threading
 import time
 import traceback
-from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection, wait
 from typing import Any
 
-DEFAULT_STARTUP_TIMEOUT_S = 300.0  # importing the env stack in a fresh process is slow on a busy machine
+from seedbench.envs.batch import EnvBatch, ResetRequest, StepResult
+from seedbench.envs.processes import (DEFAULT_STARTUP_TIMEOUT_S, WorkerProcess, WorkerStartError, available_cpus,
+                                      load_callable)
 
-
-def available_cpus() -> int:
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except AttributeError:  # pragma: no cover - non-Linux
-        return max(1, os.cpu_count() or 1)
-
-
-def _load(path: str):
-    module, _, attr = path.partition(":")
-    return getattr(importlib.import_module(module), attr)
+__all__ = ["EnvPool", "PoolStats", "WorkerStartError"]
 
 
 def _make_env(spec: tuple[str, dict]):
     name, kwargs = spec
     if ":" in name:  # "package.module:callable"
-        return _load(name)(**kwargs)
+        return load_callable(name)(**kwargs)
     from seedbench.registry import make_env
 
     return make_env(name, **kwargs)
@@ -98,79 +84,8 @@ def _env_worker(conn: Connection, spec: tuple[str, dict], indices: list[int]) ->
                 conn.send(("error", index, traceback.format_exc()))
 
 
-def _task_worker(conn: Connection, fn_path: str) -> None:
-    try:
-        fn = _load(fn_path)
-    except BaseException:  # noqa: BLE001
-        conn.send(("fatal", None, traceback.format_exc()))
-        return
-    conn.send(("ready", None, None))
-    while True:
-        try:
-            message = conn.recv()
-        except EOFError:
-            return
-        if message[0] == "close":
-            return
-        try:
-            conn.send(("ok", None, fn(*message[1])))
-        except Exception:  # noqa: BLE001
-            conn.send(("error", None, traceback.format_exc()))
-
-
 # ----------------------------------------------------------------------------------------------------
 # Parent side
-
-
-class WorkerStartError(RuntimeError):
-    """A worker could not start (import error, bad env kwargs, missing data): a configuration error."""
-
-
-class _Process:
-    """One child process and its end of a duplex pipe."""
-
-    def __init__(self, ctx, target: Callable, args: tuple):
-        self.conn, child = ctx.Pipe(duplex=True)
-        self.process = ctx.Process(target=target, args=(child, *args), daemon=True)
-        self.process.start()
-        child.close()
-        self.ready = False
-
-    @property
-    def pid(self) -> int | None:
-        return self.process.pid
-
-    def wait_ready(self, timeout_s: float) -> None:
-        if self.ready:
-            return
-        if not self.conn.poll(timeout_s):
-            self.kill()
-            raise WorkerStartError(f"worker {self.pid} did not start within {timeout_s:.0f} s")
-        try:
-            kind, _, detail = self.conn.recv()
-        except EOFError as err:
-            raise WorkerStartError(f"worker {self.pid} died while starting") from err
-        if kind != "ready":
-            self.kill()
-            raise WorkerStartError(f"worker failed to start:\n{detail}")
-        self.ready = True
-
-    def kill(self) -> None:
-        if self.process.is_alive():
-            self.process.kill()
-        self.process.join(timeout=5)
-        self.conn.close()
-
-    def close(self) -> None:
-        try:
-            self.conn.send(("close",))
-        except (OSError, BrokenPipeError):
-            pass
-        self.process.join(timeout=5)
-        if self.process.is_alive():
-            self.process.kill()
-            self.process.join(timeout=5)
-        self.conn.close()
 
 
 @dataclass
@@ -187,7 +102,7 @@ class PoolStats:
         self.errors = (self.errors + [text])[-10:]
 
 
-class EnvPool:
+class EnvPool(EnvBatch):
     """`num_envs` env instances in `num_workers` processes, with per-call timeouts and worker restarts.
 
     ``make_fn_spec`` is ``(name, kwargs)``: a registered env name (``"alfworld"``) or a
@@ -223,15 +138,16 @@ class EnvPool:
     def __len__(self) -> int:
         return self.num_envs
 
+    @property
+    def concurrency(self) -> int:
+        return self.num_workers
+
     def worker_pids(self) -> list[int | None]:
         return [worker.pid for worker in self._workers]
 
     # -- public API --------------------------------------------------------------------------------
 
-    def reset(self, index: int, seed: int | None, options: dict | None = None) -> tuple[str, dict]:
-        return self.reset_many([(index, seed, options)])[0]
-
-    def reset_many(self, requests: list[tuple[int, int | None, dict | None]]) -> list[tuple[str, dict]]:
+    def reset_many(self, requests: list[ResetRequest]) -> list[tuple[str, dict]]:
         """Reset several envs concurrently. A reset that fails because its worker died or timed out is
         retried once on the restarted worker; a second failure (or an env exception) raises."""
         for index, _, _ in requests:
@@ -256,7 +172,7 @@ class EnvPool:
                 out.append(result)
             return out
 
-    def step_many(self, actions: list[tuple[int, str]]) -> list[tuple | None]:
+    def step_many(self, actions: list[tuple[int, str]]) -> list[StepResult | None]:
         """Step several envs concurrently (envs of different workers at the same time). Safe to call from
         several threads at once; calls that share a worker take turns."""
         for index, _ in actions:
@@ -293,12 +209,6 @@ class EnvPool:
         for worker in self._workers:
             worker.close()
 
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
-
     def __del__(self):  # pragma: no cover - best effort
         try:
             self.close()
@@ -322,8 +232,8 @@ class EnvPool:
             for worker in reversed(workers):
                 self._worker_locks[worker].release()
 
-    def _start(self, worker: int) -> _Process:
-        return _Process(self._ctx, _env_worker, (self.spec, self._hosted[worker]))
+    def _start(self, worker: int) -> WorkerProcess:
+        return WorkerProcess(self._ctx, _env_worker, (self.spec, self._hosted[worker]))
 
     def _restart(self, worker: int, reason: str) -> None:
         self._workers[worker].kill()
@@ -394,66 +304,3 @@ _LOST = _LostType()  # the call's worker died or timed out
 @dataclass
 class _Failure:
     detail: str
-
-
-@dataclass
-class TaskFailure:
-    """What `run_tasks` yields instead of a result: ``kind`` is ``"timeout"``, ``"crash"`` or ``"error"``."""
-
-    kind: str
-    detail: str = ""
-
-
-def run_tasks(fn_path: str, next_task: Callable[[], tuple[Any, tuple] | None], num_workers: int,
-              timeout_s: float, startup_timeout_s: float = DEFAULT_STARTUP_TIMEOUT_S,
-              start_method: str = "spawn") -> Iterator[tuple[Any, Any]]:
-    """Run ``fn(*args)`` for tasks pulled from ``next_task() -> (key, args) | None`` in worker processes.
-
-    Yields ``(key, result)`` in completion order; ``result`` is a `TaskFailure` when the task raised,
-    crashed its worker or ran past `timeout_s` (the worker is then killed and replaced). `next_task` is
-    called whenever a worker is free, so the caller can decide what to run next from the results so far;
-    the iteration ends when it returns None and nothing is running."""
-    ctx = mp.get_context(start_method)
-    workers: list[_Process | None] = [None] * max(1, num_workers)  # started when first needed
-    running: dict[int, tuple[Any, float]] = {}
-    try:
-        while True:
-            batch = []
-            for w in range(len(workers)):
-                if w in running:
-                    continue
-                task = next_task()
-                if task is None:
-                    break
-                if workers[w] is None:
-                    workers[w] = _Process(ctx, _task_worker, (fn_path,))  # the batch's workers start together
-                batch.append((w, task))
-            for w, (key, args) in batch:
-                workers[w].wait_ready(startup_timeout_s)
-                workers[w].conn.send(("call", args))
-                running[w] = (key, time.monotonic() + timeout_s)
-            if not running:
-                return
-            conns = {workers[w].conn: w for w in running}
-            remaining = max(0.0, min(deadline for _, deadline in running.values()) - time.monotonic())
-            for conn in wait(list(conns), timeout=remaining):
-                w = conns[conn]
-                key, _ = running.pop(w)
-                try:
-                    kind, _, payload = conn.recv()
-                except (EOFError, OSError):
-                    workers[w].kill()
-                    workers[w] = None
-                    yield key, TaskFailure("crash", "worker process died")
-                    continue
-                yield key, payload if kind == "ok" else TaskFailure("error", payload)
-            now = time.monotonic()
-            for w in [w for w, (_, deadline) in running.items() if deadline <= now]:
-                key, _ = running.pop(w)
-                workers[w].kill()
-                workers[w] = None
-                yield key, TaskFailure("timeout", f"exceeded {timeout_s:.0f} s")
-    finally:
-        for worker in workers:
-            if worker is not None:
-                worker.close()

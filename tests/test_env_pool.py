@@ -11,7 +11,8 @@ import time
 
 import pytest
 
-from seedbench.envs.alfworld.workers import EnvPool, TaskFailure, WorkerStartError, run_tasks
+from seedbench.envs.pool import EnvPool
+from seedbench.envs.processes import TaskFailure, WorkerStartError, run_tasks
 from seedbench.envs.text_env import TextEnv
 from tests.fake_envs import CountdownEnv
 
@@ -44,7 +45,7 @@ class TroubleEnv(TextEnv):
         return f"did {action} in {os.getpid()}", 0.0, False, False, {"action_valid": True}
 
 
-TROUBLE = ("tests.test_alfworld_workers:TroubleEnv", {})
+TROUBLE = ("tests.test_env_pool:TroubleEnv", {})
 
 
 def test_pool_steps_like_local_envs():
@@ -125,7 +126,7 @@ def test_run_tasks_yields_results_failures_and_timeouts():
     def next_task():
         return (todo[0], (todo.pop(0),)) if todo else None
 
-    results = dict(run_tasks("tests.test_alfworld_workers:_square", next_task, num_workers=2, timeout_s=3))
+    results = dict(run_tasks("tests.test_env_pool:_square", next_task, num_workers=2, timeout_s=3))
     assert {k: v for k, v in results.items() if not isinstance(v, TaskFailure)} == {0: 0, 1: 1, 2: 4, 5: 25}
     assert results[3].kind == "timeout" and results[4].kind == "error" and "four" in results[4].detail
 
@@ -140,3 +141,36 @@ def test_calls_from_several_threads_on_different_workers_overlap():
         assert [r[0].split()[1] for r in results] == ["a0", "a1", "a2", "a3"]
         pids = {r[0].split()[-1] for r in results}
         assert len(pids) == 2 and pool.stats.dropped_episodes == 0
+
+
+def test_pool_and_local_envs_are_one_interface_and_give_the_same_rollouts(tiny_tokenizer):
+    """Both rollout schedules see only `EnvBatch`: the same tasks played through the worker pool and
+    through in-process envs give identical trajectories."""
+    from seedbench.engines.base import Generation, SamplingParams
+    from seedbench.envs.batch import EnvBatch, LocalEnvs
+    from seedbench.rollout import continuous, lockstep
+    from seedbench.rollout.types import TaskRef
+
+    class Engine:
+        name = "fixed"
+
+        def generate(self, prompts, params):
+            return [Generation(token_ids=[len(p) % 7], logprobs=[-0.5], text=f"go {len(p) % 5}") for p in prompts]
+
+    tasks = [TaskRef("train", s) for s in (0, 3, 6)]  # episode lengths 1, 4, 3
+    runs = {}
+    with EnvPool(COUNTDOWN, num_envs=6, num_workers=2, timeout_s=30) as pool, LocalEnvs(CountdownEnv, 6) as local:
+        assert isinstance(pool, EnvBatch) and isinstance(local, EnvBatch)
+        assert pool.concurrency == 2 and local.concurrency == 6
+        for name, envs in (("pool", pool), ("local", local)):
+            for module in (lockstep, continuous):
+                trajectories, stats = module.run_episodes(
+                    envs, CountdownEnv(), Engine(), tiny_tokenizer, tasks, group_size=2, params=SamplingParams(),
+                    history_length=1, max_steps=6)
+                runs[name, module.__name__] = [
+                    (t.episode_id, t.won, t.truncated, [(s.observation, s.action, s.env_reward) for s in t.steps])
+                    for t in trajectories]
+                assert stats.env_steps == 2 * (1 + 4 + 3)
+    first = runs["local", lockstep.__name__]
+    assert [len(steps) for *_, steps in first] == [1, 1, 4, 4, 3, 3] and all(won for _, won, _, _ in first)
+    assert all(run == first for run in runs.values())

@@ -1,0 +1,159 @@
+"""The agent contract: everything the trainer calls on an agent, and everything it hands to one.
+
+An agent turns finished trajectories into training samples (`Agent.prepare`) and a mini-batch of
+response-token tensors into a loss (`Agent.loss`); the trainer (`seedbench.training.trainer`) owns the
+rest: rollout, old and reference log-probs, mini-batching, gradient accumulation, optimizer, run
+directory. One update:
+
+1. rollout → trajectories (`seedbench.rollout.types.Trajectory`) and one reward per trajectory;
+2. ``agent.prepare(trajectories, rewards, iteration)`` → `PreparedUpdate`: one `TrainSample` per
+   trained step (prompt ids, response ids, advantage, optional per-token extras), metrics, and
+   ``update_info`` (numbers that hold for the whole update);
+3. the trainer scores the samples with the pre-update weights (``old_logp``; ``ref_logp`` when
+   ``Agent.needs_reference(config)``), then for every micro-batch builds a `MiniBatch` and calls
+   ``agent.loss(minibatch)`` → (token-summed loss, token-summed metrics); it divides both by the
+   mini-batch's response-token count (a token mean) and steps the optimizer.
+
+Agents keep no state between `prepare` and `loss`: what the loss needs beyond the per-sample fields
+travels in ``TrainSample.extras`` (per token) or ``PreparedUpdate.update_info`` (per update), which the
+trainer puts in every `MiniBatch`. docs/adding_an_agent.md walks through writing one.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, ClassVar
+
+if TYPE_CHECKING:  # the contract itself needs neither torch nor the trainer at import time
+    import torch
+
+    from seedbench.config import RunConfig
+    from seedbench.engines.base import SamplingParams
+    from seedbench.rollout.types import Trajectory
+    from seedbench.training.rundir import RunDir
+
+
+@dataclass
+class AgentConfig:
+    """Fields every agent has (the trainer reads them); an agent's own ``Config`` subclasses this.
+
+    Values come from the registry entry's overrides, then ``algo.*`` in the run config; an unknown
+    ``algo.`` key is an error naming the valid ones."""
+
+    kl_coef: float = 0.0
+    """β_KL of a KL(π‖π_ref) term to the frozen initial weights. > 0 makes the trainer load a reference
+    model and fill `MiniBatch.ref_logp` (when `Agent.needs_reference` says so)."""
+    entropy_coef: float = 0.0
+    """Weight of an entropy bonus. > 0 makes the trainer compute per-token entropies (`MiniBatch.entropy`),
+    which costs a log-softmax over the vocabulary per token."""
+    invalid_penalty: float | None = None
+    """Subtracted from an invalid step's score; None = the env's `invalid_action_penalty`."""
+
+
+@dataclass
+class TrainSample:
+    """One env step ready for the update. Per-token extras (e.g. SEED's teacher log-probs) live in
+    `extras`, aligned with `response_ids`; every sample of an update has the same extras keys."""
+
+    prompt_ids: list[int]
+    response_ids: list[int]
+    advantage: float
+    traj_index: int
+    """Index of the sample's trajectory in the list `Agent.prepare` received."""
+    extras: dict[str, list[float]] = field(default_factory=dict)
+
+
+@dataclass
+class PreparedUpdate:
+    """What `Agent.prepare` returns: the samples to train on, metrics to log for this iteration, and
+    numbers every `loss` call of this update may need (copied into `MiniBatch.update_info`)."""
+
+    samples: list[TrainSample]
+    metrics: dict[str, float | None] = field(default_factory=dict)
+    update_info: dict[str, float] = field(default_factory=dict)
+
+
+@dataclass
+class MiniBatch:
+    """Tensors for one forward pass, padded to [B, L] over response tokens (``mask`` is 1 on real ones)."""
+
+    logp: torch.Tensor
+    """Log-probs of the response tokens under the current weights, with gradient."""
+    old_logp: torch.Tensor
+    """The same under the pre-update weights (PPO's π_old), no gradient."""
+    mask: torch.Tensor
+    advantages: torch.Tensor
+    """[B]: `TrainSample.advantage` of each row."""
+    ref_logp: torch.Tensor | None = None
+    """Under the frozen reference model; None unless `Agent.needs_reference`."""
+    entropy: torch.Tensor | None = None
+    """Per-token entropy of the current policy; None unless ``config.entropy_coef > 0``."""
+    extras: dict[str, torch.Tensor] = field(default_factory=dict)
+    """`TrainSample.extras`, padded to [B, L]."""
+    update_info: dict[str, float] = field(default_factory=dict)
+    """`PreparedUpdate.update_info` of this update (the same in every mini-batch)."""
+
+
+@dataclass
+class AgentContext:
+    """What an agent may use: the policy, the engine, an env instance (for its attributes and
+    `parse_action` only), the run directory and a scoring helper."""
+
+    policy: Any
+    engine: Any
+    env: Any
+    run_dir: RunDir
+    config: RunConfig
+    sampling: SamplingParams
+    extras: dict[str, Any] = field(default_factory=dict)
+
+    def score(self, prompts: list[list[int]], responses: list[list[int]], model: Any = None) -> list[list[float]]:
+        """Log-probs of `responses` under `prompts` with the current weights (or `model`), no grad."""
+        from seedbench.models.scoring import score_responses
+
+        p = self.policy
+        return score_responses(model or p.model, prompts, responses, p.tokenizer.pad_token_id, p.device,
+                               self.config.optim.micro_batch_size, autocast_factory=p.autocast)
+
+
+class Agent(ABC):
+    """Base class of every agent; the trainer uses exactly these members.
+
+    Subclasses set ``name`` and ``Config`` (a dataclass subclassing `AgentConfig`) and implement
+    `prepare` and `loss`; `needs_reference` and `transform_prompt` have defaults."""
+
+    name: ClassVar[str] = ""
+    Config: ClassVar[type[AgentConfig]] = AgentConfig
+
+    def __init__(self, config: AgentConfig, context: AgentContext):
+        self.config = config
+        self.context = context
+
+    @classmethod
+    def needs_reference(cls, config: AgentConfig) -> bool:
+        """Whether updates use the frozen reference model: the trainer loads it (before the agent exists)
+        and computes `MiniBatch.ref_logp` exactly when this is True. Default: ``config.kl_coef > 0``."""
+        return config.kl_coef > 0
+
+    def transform_prompt(self, trajectory: Trajectory, content: str) -> str:
+        """Rollout hook (train and eval): the acting prompt of `trajectory`'s next step; what it returns is
+        generated from, recorded and trained on. Default: unchanged."""
+        return content
+
+    def invalid_penalty(self) -> float:
+        """``config.invalid_penalty``, or the env's ``invalid_action_penalty`` when that is None."""
+        if self.config.invalid_penalty is not None:
+            return self.config.invalid_penalty
+        return float(self.context.env.invalid_action_penalty)
+
+    @abstractmethod
+    def prepare(self, trajectories: list[Trajectory], rewards: list[float], iteration: int) -> PreparedUpdate:
+        """Samples (with advantages) for one update from this iteration's kept trajectories and their
+        rewards (``rollout.reward``: success or env return). May run extra forward passes
+        (``self.context.score``) or generations (``self.context.engine``)."""
+
+    @abstractmethod
+    def loss(self, mb: MiniBatch) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+        """Token-*summed* loss of one micro-batch and token-summed metrics (``train/…`` or the agent's own
+        prefix); the trainer divides both by the mini-batch's response-token count."""
