@@ -72,14 +72,28 @@ def play(env: ALFWorldEnv, commands: list[str]):
 
 @pytest.mark.parametrize("text, expected", [
     ("<think>a</think><action>go to cabinet 1</action>", ("go to cabinet 1", True)),
-    ("<action> Go  To\nCabinet 1 </action>", ("go to cabinet 1", True)),
-    ("<action>look</action> then <action>inventory</action>", ("inventory", True)),
+    ("<think></think><action> Go  To\nCabinet 1 </action>", ("go to cabinet 1", True)),
+    ("<think>a</think><action>look</action> then <action>inventory</action>", ("look", True)),  # first tag
+    ("<action>look</action>", ("", False)),  # reference: no think block
+    ("<think>\u770b</think><action>look</action>", ("", False)),  # reference: a CJK character
     ("go to cabinet 1", ("", False)),
     ("<action></action>", ("", False)),
     ("", ("", False)),
 ])
 def test_parse_action(text, expected):
     assert ALFWorldEnv.parse_action(text) == expected
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("<action> Go  To\nCabinet 1 </action>", ("go to cabinet 1", True)),  # no think block needed
+    ("<think>a</think><action>look</action> then <action>inventory</action>", ("inventory", True)),  # last tag
+    ("<think>\u770b</think><action>look</action>", ("look", True)),
+    ("go to cabinet 1", ("", False)),
+])
+def test_parse_action_seedbench_projection(text, expected):
+    from seedbench.envs.alfworld.env import parse_command
+
+    assert parse_command(text, "seedbench") == expected
 
 
 # ----------------------------------------------------------------------------------------------------
@@ -197,7 +211,7 @@ def test_handcoded_expert_solves_pick_two_from_the_live_state(pool, manifest):
     env.reset(options={"task_id": game["id"]})
     terminated = truncated = False
     while not (terminated or truncated):
-        _, reward, terminated, truncated, info = env.step(f"<action>{env.expert_plan()[0]}</action>")
+        _, reward, terminated, truncated, info = env.step(f"<think>t</think><action>{env.expert_plan()[0]}</action>")
     assert terminated and info["won"] and reward == 10.0
     env.close()
 
@@ -281,8 +295,24 @@ def test_invalid_actions_never_crash_and_change_nothing(env):
         assert info["action_valid"] is False and info["step"] == step
         assert info["admissible_actions"] == info_0["admissible_actions"]
     # the state did not move: the first walkthrough command still applies
-    _, _, _, _, info = env.step(f"<action>{info_0['admissible_actions'][0]}</action>")
+    _, _, _, _, info = env.step(f"<think>t</think><action>{info_0['admissible_actions'][0]}</action>")
     assert info["action_valid"] is True
+
+
+def test_reference_projection_sends_a_non_admissible_command_to_the_engine_without_penalty(env, pool):
+    """verl-agent's rule: admissibility is not checked at projection; the engine answers "Nothing happens."
+    and the step is valid. The seedbench projection rejects the command before the engine."""
+    _, info_0 = env.reset(seed=1, options={"split": "train"})
+    obs, reward, _, _, info = env.step("<think>t</think><action>fly to the moon</action>")
+    assert (obs, reward, info["action_valid"]) == ("Nothing happens.", 0.0, True)
+    assert info["admissible_actions"] == info_0["admissible_actions"]
+    strict = ALFWorldEnv(data_dir=pool, projection="seedbench")
+    strict.reset(seed=1, options={"split": "train"})
+    assert strict.step("<action>fly to the moon</action>")[4]["action_valid"] is False
+    assert strict.step(f"<action>{info_0['admissible_actions'][0]}</action>")[4]["action_valid"] is True
+    strict.close()
+    with pytest.raises(ValueError, match="projection"):
+        ALFWorldEnv(data_dir=pool, projection="lenient")
 
 
 def test_step_cap_truncates(pool):
@@ -349,7 +379,7 @@ def test_pool_of_alfworld_workers_survives_a_killed_worker(pool):
     with EnvPool(("alfworld", {"data_dir": str(pool)}), num_envs=2, num_workers=2, timeout_s=120) as envs:
         resets = envs.reset_many([(0, 0, {"split": "train"}), (1, 1, {"split": "train"})])
         first = [info["admissible_actions"][0] for _, info in resets]
-        results = envs.step_many([(i, f"<action>{first[i]}</action>") for i in range(2)])
+        results = envs.step_many([(i, f"<think>t</think><action>{first[i]}</action>") for i in range(2)])
         assert all(r is not None and r[4]["action_valid"] for r in results)
         os.kill(envs.worker_pids()[envs.worker_of[0]], signal.SIGKILL)  # mid-episode
         time.sleep(0.2)

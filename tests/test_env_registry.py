@@ -98,7 +98,7 @@ def test_info_has_the_documented_keys(env):
     assert isinstance(reward, float)
 
     if info["admissible_actions"] and not (terminated or truncated):
-        _, _, _, _, info = env.step(f"<action>{info['admissible_actions'][0]}</action>")
+        _, _, _, _, info = env.step(f"<think>t</think><action>{info['admissible_actions'][0]}</action>")
         assert STEP_INFO_KEYS <= set(info)
         assert info["action_valid"] is True
 

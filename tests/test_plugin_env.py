@@ -303,7 +303,7 @@ def test_example_plugin_in_a_fresh_venv_lists_checks_evaluates_and_trains(tmp_pa
     assert "(distribution guess-env 0.1.0)" in checked.splitlines()[0]
     assert checked.splitlines()[-1] == "seedbench: check-env guess: passed"
     evaluated = seedbench("eval", "--agent", "scripted", "--env", "guess", "--episodes", "6")
-    assert "scripted on guess (test, 6 tasks): success micro=1.000 macro=1.000" in evaluated
+    assert "scripted on guess (test, 6 tasks, iteration 0): success micro=1.000 macro=1.000" in evaluated
     out = tmp_path / "run"
     trained = seedbench("run", "--model", "tiny", "--env", "guess", "--agent", "grpo", "--iterations", "2",
                         "--output", str(out), "--set", "rollout.group_size=2", "rollout.tasks_per_batch=1",

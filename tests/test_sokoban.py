@@ -17,7 +17,7 @@ from seedbench.envs.sokoban import (
 
 
 def act(name: str) -> str:
-    return f"<action>{name}</action>"
+    return f"<think>plan</think><action>{name}</action>"
 
 
 def grid(obs: str) -> str:
@@ -187,8 +187,15 @@ def test_invalid_action_is_a_counted_no_op(text):
 
 
 def test_parse_action_accepts_the_grammar():
-    assert SokobanEnv.parse_action("I think <action> Left </action>") == ("left", True)
-    assert SokobanEnv.parse_action("<action>up</action> then <action>DOWN</action>") == ("down", True)
+    # reference projection: think block required, no CJK, the first action tag counts
+    assert SokobanEnv.parse_action("<think>I think</think> <action> Left </action>") == ("left", True)
+    assert SokobanEnv.parse_action("<think>t</think><action>up</action> then <action>DOWN</action>") == ("up", True)
+    assert SokobanEnv.parse_action("I think <action> Left </action>") == ("", False)
+    assert SokobanEnv.parse_action("<think>\u5de6</think><action>left</action>") == ("", False)
+    # seedbench projection: no think block needed, the last tag counts
+    lenient = SokobanEnv(projection="seedbench")
+    assert lenient.parse_action("I think <action> Left </action>") == ("left", True)
+    assert lenient.parse_action("<action>up</action> then <action>DOWN</action>") == ("down", True)
     for name in ACTIONS:
         assert SokobanEnv.parse_action(act(name)) == (name, True)
 

@@ -135,6 +135,11 @@ class OptimConfig:
     sample (measured: a GRPO update peaked at 13.5 GB RSS with 8 and at 5.2 GB with 2)."""
     ppo_epochs: Count = 1
     """Passes over each update's step samples."""
+    score_temperature: Literal["sampling", "one"] = "sampling"
+    """Temperature of every log-prob the update uses (old, reference, SEED's teacher, current):
+    ``sampling`` divides the logits by ``rollout.temperature`` like the reference code, so PPO ratios, KL
+    and distillation are measured on the distribution the rollout sampled from (greedy rollouts score at
+    1); ``one`` is the older seedbench rule (always temperature 1)."""
 
 
 @dataclass

@@ -23,6 +23,10 @@ CATALOGUE: list[AgentEntry] = [
                {"analyzer": "static"}),
     AgentEntry("skill-prompt", _SEED, "baseline: library skills in the acting prompt, no training",
                {"train": False, "act_skills": True, "kl_coef": 0.0, "analyzer": "static"}),
-    AgentEntry("skill-grpo", _SEED, "baseline: GRPO with library skills in the acting prompt, no distillation",
-               {"act_skills": True, "opd_coef": 0.0, "analyzer": "static"}),
+    AgentEntry("skill-grpo", _SEED,
+               "baseline (paper's Skill-GRPO): GRPO with library skills in the training prompts, evaluated without them",
+               {"act_skills": True, "eval_skills": False, "opd_coef": 0.0, "analyzer": "static"}),
+    AgentEntry("skill-grpo-star", _SEED,
+               "baseline (paper's Skill-GRPO*): GRPO with library skills in the prompts of training and evaluation",
+               {"act_skills": True, "eval_skills": True, "opd_coef": 0.0, "analyzer": "static"}),
 ]

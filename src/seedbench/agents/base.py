@@ -93,6 +93,12 @@ class MiniBatch:
     """`TrainSample.extras`, padded to [B, L]."""
     update_info: dict[str, float] = field(default_factory=dict)
     """`PreparedUpdate.update_info` of this update (the same in every mini-batch)."""
+    minibatch_tokens: int = 0
+    """Response tokens of the whole optimizer mini-batch this micro-batch belongs to: the trainer divides
+    every `loss` sum by it (a token mean across gradient accumulation)."""
+    micro_batches: int = 1
+    """Micro-batches (forward passes) in that mini-batch; with `minibatch_tokens` it lets a term use
+    another normaliser (SEED's reference OPD mean over its active tokens per micro-batch)."""
 
 
 @dataclass
@@ -108,20 +114,31 @@ class AgentContext:
     sampling: SamplingParams
     extras: dict[str, Any] = field(default_factory=dict)
 
+    @property
+    def score_temperature(self) -> float:
+        """Temperature of the update's log-probs: the rollout's sampling temperature
+        (``optim.score_temperature=sampling``, reference code) or 1 (``one``); greedy rollouts score at 1."""
+        temperature = self.sampling.temperature if self.sampling is not None else 1.0
+        if self.config.optim.score_temperature == "one" or temperature <= 0:
+            return 1.0
+        return temperature
+
     def score(self, prompts: list[list[int]], responses: list[list[int]], model: Any = None) -> list[list[float]]:
-        """Log-probs of `responses` under `prompts` with the current weights (or `model`), no grad."""
+        """Log-probs of `responses` under `prompts` with the current weights (or `model`), no grad, at
+        `score_temperature`."""
         from seedbench.models.scoring import score_responses
 
         p = self.policy
         return score_responses(model or p.model, prompts, responses, p.tokenizer.pad_token_id, p.device,
-                               self.config.optim.micro_batch_size, autocast_factory=p.autocast)
+                               self.config.optim.micro_batch_size, autocast_factory=p.autocast,
+                               temperature=self.score_temperature)
 
 
 class Agent(ABC):
     """Base class of every agent; the trainer uses exactly these members.
 
     Subclasses set ``name`` and ``Config`` (a dataclass subclassing `AgentConfig`) and implement
-    `prepare` and `loss`; `needs_reference` and `transform_prompt` have defaults."""
+    `prepare` and `loss`; `needs_reference`, `transform_prompt` and `transform_eval_prompt` have defaults."""
 
     name: ClassVar[str] = ""
     Config: ClassVar[type[AgentConfig]] = AgentConfig
@@ -137,9 +154,15 @@ class Agent(ABC):
         return config.kl_coef > 0
 
     def transform_prompt(self, trajectory: Trajectory, content: str) -> str:
-        """Rollout hook (train and eval): the acting prompt of `trajectory`'s next step; what it returns is
+        """Training-rollout hook: the acting prompt of `trajectory`'s next step; what it returns is
         generated from, recorded and trained on. Default: unchanged."""
         return content
+
+    def transform_eval_prompt(self, trajectory: Trajectory, content: str) -> str:
+        """Evaluation-rollout hook (the trainer's evaluations and `seedbench eval <run>`). Default: the
+        training hook, so an agent that changes prompts changes them at test time too; override to
+        evaluate differently (the paper's Skill-GRPO trains with skills and is tested without them)."""
+        return self.transform_prompt(trajectory, content)
 
     def invalid_penalty(self) -> float:
         """``config.invalid_penalty``, or the env's ``invalid_action_penalty`` when that is None."""

@@ -1,33 +1,67 @@
-"""Shared projection helpers: pull the `<action>…</action>` payload out of model text.
+"""Projection helpers: from raw model text to the payload of an ``<action>…</action>`` tag.
 
-Mirrors verl-agent's projection: the *last* complete action tag wins (models sometimes restate the
-format in their thinking), surrounding whitespace and case are normalised, and anything that does not
-parse is reported as invalid rather than raising.
+Two named rules (an env picks one with its ``projection`` kwarg; docs/method.md §9):
+
+* ``reference`` (default; verl-agent's ALFWorld and Sokoban projections, used by the SEED code): the text
+  must contain a ``<think>…</think>`` block and an action tag and no CJK character; the *first* action
+  tag counts.
+* ``seedbench`` (the older rule here): no think block required, CJK allowed, the *last* complete action
+  tag counts (models sometimes restate the format inside their reasoning).
+
+Whitespace and case of the payload are normalised; text that does not parse is reported as invalid,
+never raised.
 """
 
 from __future__ import annotations
 
+import re
+from typing import Literal
+
+Projection = Literal["reference", "seedbench"]
+PROJECTIONS: tuple[str, ...] = ("reference", "seedbench")
+CJK = re.compile("[\u4e00-\u9fff]")
+"""CJK unified ideographs: the reference rejects any response containing one (Qwen models drift into
+Chinese)."""
 
 
-def extract_tag(text: str, tag: str = "action") -> str | None:
-    """Return the stripped content of the last ``<tag>…</tag>`` in `text`, or None when absent.
+def check_projection(projection: str) -> str:
+    if projection not in PROJECTIONS:
+        raise ValueError(f"projection: unknown {projection!r}; choose one of {', '.join(PROJECTIONS)}")
+    return projection
 
-    Linear time: find the last closing tag, then the last opening tag before it (a regex over a long
-    runaway output full of unclosed tags is quadratic)."""
+
+def project_action(text: str, projection: str = "reference") -> str | None:
+    """The action payload of `text` under `projection`, or None when the text is not well formed."""
+    text = text or ""
+    if projection == "reference":
+        if CJK.search(text) or extract_tag(text, "think", which="first") is None:
+            return None
+        return extract_tag(text, "action", which="first")
+    return extract_tag(text, "action", which="last")
+
+
+def extract_tag(text: str, tag: str = "action", which: Literal["first", "last"] = "last") -> str | None:
+    """The whitespace-normalised content of the first or last complete ``<tag>…</tag>`` in `text`, or None.
+
+    Linear time (a regex over a long runaway output full of unclosed tags is quadratic): ``last`` finds the
+    last closing tag, then the last opening tag before it; ``first`` the first opening tag, then the first
+    closing tag after it."""
     lowered = (text or "").lower()
-    close = lowered.rfind(f"</{tag}>")
-    if close < 0:
-        return None
-    open_tag = f"<{tag}>"
-    start = lowered.rfind(open_tag, 0, close)
-    if start < 0:
+    open_tag, close_tag = f"<{tag}>", f"</{tag}>"
+    if which == "first":
+        start = lowered.find(open_tag)
+        close = lowered.find(close_tag, start + len(open_tag)) if start >= 0 else -1
+    else:
+        close = lowered.rfind(close_tag)
+        start = lowered.rfind(open_tag, 0, close) if close >= 0 else -1
+    if start < 0 or close < 0:
         return None
     return " ".join(text[start + len(open_tag) : close].split())
 
 
-def parse_choice(text: str, choices: list[str] | tuple[str, ...]) -> tuple[str, bool]:
+def parse_choice(text: str, choices: list[str] | tuple[str, ...], projection: str = "reference") -> tuple[str, bool]:
     """Parse an action that must be one of `choices` (case-insensitive). Invalid → ``("", False)``."""
-    payload = extract_tag(text)
+    payload = project_action(text, projection)
     if payload is None:
         return "", False
     lowered = payload.lower()

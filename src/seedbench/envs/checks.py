@@ -41,6 +41,11 @@ def _random_unicode(seed: int, length: int = 200) -> str:
     return "".join(chars)
 
 
+def well_formed(command: str) -> str:
+    """A response every projection accepts: a think block, then the command in an action tag."""
+    return f"<think>check</think><action>{command}</action>"
+
+
 GARBAGE = ["", "<action>", "</action>", "<action></action>", "<action> </action>", "<action><action>",
            "\x00\n\t", _random_unicode(0), _random_unicode(1) + "<action>" + _random_unicode(2)]
 """Model outputs no env may accept as an action nor crash on."""
@@ -100,7 +105,7 @@ def _fingerprint(env: Any, split: str, seed: int) -> Fingerprint:
     record: list[tuple] = [(obs, info)]
     plan: list[str] = []
     for step in range(min(PROBE_STEPS, env.max_steps)):
-        result = env.step(f"<action>{_probe_command(env, info, step, plan)}</action>")
+        result = env.step(well_formed(_probe_command(env, info, step, plan)))
         record.append(result)
         info = result[4]
         if result[2] or result[3]:
@@ -168,7 +173,7 @@ class _Checker:
         if info["won"] is not False:
             raise CheckFailed("reset info 'won' must be False")
         actions = info["admissible_actions"]
-        text = f"<action>{actions[0]}</action>" if actions else "<action>look</action>"
+        text = well_formed(actions[0] if actions else "look")
         _, reward, terminated, truncated, info = env.step(text)
         self._check_info("step", info, STEP_INFO_KEYS)
         if actions and info["action_valid"] is not True:
@@ -282,7 +287,7 @@ class _Checker:
                     plan = list(env.expert_plan() or [])
                     if not plan:
                         break
-                _, _, terminated, truncated, info = env.step(f"<action>{plan.pop(0)}</action>")
+                _, _, terminated, truncated, info = env.step(well_formed(plan.pop(0)))
                 won = bool(info["won"])
                 if terminated or truncated:
                     break

@@ -13,7 +13,9 @@ Task text
     "push every box onto a target"
 Action grammar
     ``<action>up</action>``, ``<action>down</action>``, ``<action>left</action>``,
-    ``<action>right</action>`` (case-insensitive, the last tag wins). Moving into a box pushes it when the
+    ``<action>right</action>`` (case-insensitive), after a ``<think>…</think>`` block and with no CJK
+    character; the first action tag counts (``projection="reference"``, verl-agent's rule; ``"seedbench"``:
+    no think block needed, the last tag counts). Moving into a box pushes it when the
     cell behind it is free. Anything else is an invalid action: a no-op step that still costs the step
     penalty and counts towards the step cap (``info["action_valid"] = False``).
 Observation
@@ -62,7 +64,7 @@ from collections import deque
 
 import numpy as np
 
-from seedbench.envs.action_parsing import parse_choice
+from seedbench.envs.action_parsing import check_projection, parse_choice
 from seedbench.envs.text_env import TextEnv
 
 ACTIONS: tuple[str, ...] = ("up", "down", "left", "right")
@@ -369,8 +371,11 @@ class SokobanEnv(TextEnv):
     )
 
     def __init__(self, dim_room: tuple[int, int] = (6, 6), num_boxes: int = 1, max_steps: int = 15,
-                 num_gen_steps: int | None = None, render_mode: str | None = None):
+                 num_gen_steps: int | None = None, projection: str = "reference", render_mode: str | None = None):
         super().__init__(render_mode=render_mode)
+        self.projection = check_projection(projection)
+        if projection != "reference":  # the class-level rule is the reference one
+            self.parse_action = lambda text: parse_choice(text, ACTIONS, self.projection)
         self.dim_room = (int(dim_room[0]), int(dim_room[1]))
         if min(self.dim_room) < 4:
             raise ValueError(f"dim_room must be at least (4, 4), got {dim_room!r}")
@@ -392,6 +397,8 @@ class SokobanEnv(TextEnv):
 
     @staticmethod
     def parse_action(text: str) -> tuple[str, bool]:
+        """The reference projection (`seedbench.envs.action_parsing`); an env made with
+        ``projection="seedbench"`` replaces it on the instance."""
         return parse_choice(text, ACTIONS)
 
     def _observation(self) -> str:

@@ -252,13 +252,13 @@ def _evaluate_model(config: RunConfig, state: Path | None, counters: dict[str, i
 
 
 def _agent_prompt_hook(config, policy, engine, env, run_dir, build_agent):
-    """The run's agent's `transform_prompt` (e.g. act-time skills), built as the trainer builds it."""
+    """The run's agent's `transform_eval_prompt` (e.g. act-time skills), built as the trainer builds it."""
     from seedbench.agents.base import AgentContext
     from seedbench.training.rundir import RunDir
 
     agent_cls, agent_cfg = build_agent(config)
     context = AgentContext(policy, engine, env, RunDir(run_dir), config, None)
-    return agent_cls(agent_cfg, context).transform_prompt
+    return agent_cls(agent_cfg, context).transform_eval_prompt
 
 
 def _text_agent_episode(env: Any, task: TaskRef, choose, max_steps: int) -> Trajectory:

@@ -8,7 +8,8 @@ any error. This module measures the gap per token and flags it above a threshold
 as ``rollout/logprob_abs_diff`` and warns instead of silently training off-policy.
 
 The comparison is only meaningful at the same temperature: engines report log-probs of ``logits / T``
-while `seedbench.models.scoring` scores at ``T = 1``; `recompute_logprobs` takes the temperature.
+and the trainer scores at the rollout's temperature (``optim.score_temperature=sampling``, the default);
+`recompute_logprobs` takes the temperature.
 """
 
 from __future__ import annotations

@@ -93,7 +93,7 @@ class Trainer:
         self.train_envs = self._make_envs(group)
         self.counters = {"iteration": 0, "trajectories": 0, "env_steps": 0, "generated_tokens": 0}
         self.evaluator = Evaluator(config, self.env, self.engine, self.policy.tokenizer, self.run_episodes,
-                                   self._make_envs, self.agent.transform_prompt)
+                                   self._make_envs, self.agent.transform_eval_prompt)
         self.eval_tasks = self.evaluator.tasks
         if checkpoint is not None:
             self._load_checkpoint(checkpoint)
@@ -217,9 +217,11 @@ class Trainer:
                 if tokens == 0:
                     continue
                 self.optimizer.zero_grad(set_to_none=True)
+                micro_batches = (len(mini) + cfg.micro_batch_size - 1) // cfg.micro_batch_size
                 for micro_start in range(0, len(mini), cfg.micro_batch_size):
                     micro = mini[micro_start : micro_start + cfg.micro_batch_size]
                     mb = self._micro_batch(micro, samples, old_logp, ref_logp, want_entropy, prepared.update_info)
+                    mb.minibatch_tokens, mb.micro_batches = tokens, micro_batches
                     loss_sum, metric_sums = self.agent.loss(mb)
                     (loss_sum / tokens).backward()
                     totals["train/loss"] = totals.get("train/loss", 0.0) + float(loss_sum.detach())
@@ -240,9 +242,12 @@ class Trainer:
     def _check_logprobs(self, samples, old_logp, trajectories) -> dict[str, float]:
         """Engine vs trainer log-probs of the sampled tokens; warns when they disagree (biased PPO ratios).
 
-        Engines report log-probs of the sampling distribution, the trainer scores at temperature 1 with
-        no top-p, so the comparison is made only when sampling used exactly that distribution."""
-        if not trajectories or self.sampling.temperature != 1.0 or self.sampling.top_p < 1.0:
+        Engines report log-probs of the sampling distribution (``logits / T``, before top-p), so the
+        comparison runs whenever the trainer scores at that same temperature (`optim.score_temperature`
+        ``sampling``, or T = 1) and sampling used no top-p truncation (then the engine's distribution is
+        renormalised over the nucleus, which the trainer does not reproduce); greedy rollouts are skipped."""
+        temperature = self.sampling.temperature
+        if not trajectories or temperature <= 0 or self.sampling.top_p < 1.0 or self.context.score_temperature != temperature:
             return {}
         from seedbench.training.logprob_check import check_train_samples
 
@@ -259,7 +264,8 @@ class Trainer:
         prompts = [samples[i].prompt_ids for i in indices]
         responses = [samples[i].response_ids for i in indices]
         logp, entropy, mask = forward_logprobs(policy.model, prompts, responses, policy.tokenizer.pad_token_id,
-                                               policy.device, with_entropy=want_entropy, autocast=policy.autocast())
+                                               policy.device, with_entropy=want_entropy, autocast=policy.autocast(),
+                                               temperature=self.context.score_temperature)
 
         def padded(rows):
             out = torch.zeros_like(mask)

@@ -59,10 +59,30 @@ def gated_opd_loss(logp: torch.Tensor, teacher_logp: torch.Tensor, mask: torch.T
     return loss_sum, gate, gap
 
 
+def opd_scale(mode: str, active_tokens: float, minibatch_tokens: int, micro_batches: int) -> float:
+    """Factor on a micro-batch's summed OPD term before the trainer divides every loss sum by
+    `minibatch_tokens`.
+
+    ``active_tokens`` (reference code): the term is a masked mean over this micro-batch's OPD-active
+    tokens, divided by the number of gradient-accumulation micro-batches, so λ_opd keeps its meaning
+    whatever fraction of trajectories was analysed: factor ``minibatch_tokens / (active · micro_batches)``
+    (0 without active tokens). ``all_tokens`` (older seedbench rule): the sum is divided like every other
+    term by all response tokens, so the effective weight is λ_opd × the OPD-active token share."""
+    if mode == "all_tokens":
+        return 1.0
+    if active_tokens <= 0:
+        return 0.0
+    return minibatch_tokens / (float(active_tokens) * micro_batches)
+
+
 @dataclass
 class SEEDConfig(GRPOConfig):
     opd_coef: float = 0.01
     """λ_opd, weight of the distillation term added to the GRPO loss (reference code: 0.01)."""
+    opd_norm: Literal["active_tokens", "all_tokens"] = "active_tokens"
+    """Normaliser of the distillation term: ``active_tokens`` (reference code: mean over the OPD-active
+    tokens of each micro-batch, ÷ accumulation steps) or ``all_tokens`` (÷ all response tokens like the
+    GRPO terms, so its weight shrinks with the analysis success rate). See `opd_scale`."""
     gate_beta: float = 5.0
     """β of the gate sigmoid(β·gap) (reference code: 5)."""
     analyzer: Literal["current", "frozen", "static"] = "current"
@@ -84,7 +104,11 @@ class SEEDConfig(GRPOConfig):
     train: bool = True
     """False = no update at all (Skill-Prompt baseline: skills only at act time)."""
     act_skills: bool = False
-    """Insert library skills in the acting prompt (train and eval rollouts): the Skill-Prompt baseline."""
+    """Insert library skills in the acting prompt of training rollouts (the Skill-Prompt and Skill-GRPO
+    baselines)."""
+    eval_skills: bool = True
+    """With `act_skills`: insert them at evaluation too (Skill-Prompt, the paper's Skill-GRPO*); False =
+    evaluate without skills (the paper's Skill-GRPO: trained with skills in context, tested without)."""
     expect_analyzer_sft: bool = True
     """Warn when the starting model is not a ``seedbench sft-analyzer`` checkpoint (SEED proper starts from
     one; without it a small model may rarely write valid JSON, which silently turns SEED into GRPO)."""
@@ -169,7 +193,7 @@ class SEEDAgent(GRPOAgent):
 
     # -- act-time skills (Skill-Prompt) -----------------------------------------------------------
     def transform_prompt(self, trajectory: Any, content: str) -> str:
-        """Rollout hook (train and eval): the acting prompt with the episode's library skill inserted after
+        """Training-rollout hook: the acting prompt with the episode's library skill inserted after
         the task line. The skill is retrieved once per episode, at its first step, by task text + first
         observation. Other SEED variants leave the prompt alone."""
         if not self.config.act_skills or self.library is None:
@@ -180,6 +204,10 @@ class SEEDAgent(GRPOAgent):
             first = trajectory.steps[0].observation if trajectory.steps else current_observation(content)
             self._act_skills[key] = self.library.retrieve(trajectory.task_text, first)[0].skill
         return insert_skill(content, self._act_skills[key])
+
+    def transform_eval_prompt(self, trajectory: Any, content: str) -> str:
+        """Evaluation hook: the training hook when `eval_skills`, else the prompt unchanged."""
+        return self.transform_prompt(trajectory, content) if self.config.eval_skills else content
 
     # -- one update -------------------------------------------------------------------------------
     def prepare(self, trajectories: list, rewards: list[float], iteration: int) -> PreparedUpdate:
@@ -291,18 +319,20 @@ class SEEDAgent(GRPOAgent):
         cfg = self.config
         opd_mask = mb.mask * mb.extras["opd_mask"]
         opd_sum, gate, gap = gated_opd_loss(mb.logp, mb.extras["teacher_logp"], opd_mask, cfg.gate_beta)
-        loss = loss + cfg.opd_coef * opd_sum
+        minibatch_tokens = mb.minibatch_tokens or int(mb.mask.sum())  # a micro-batch built alone is its own mini-batch
+        loss = loss + cfg.opd_coef * opd_scale(cfg.opd_norm, float(opd_mask.sum()), minibatch_tokens,
+                                               mb.micro_batches) * opd_sum
         # The trainer divides every metric sum by the update's token count; gate statistics are means over
         # OPD-active tokens only, so their sums are rescaled by (all tokens / OPD-active tokens).
         metrics["seed/opd_loss"] = opd_sum.detach()
         metrics["seed/opd_active_ratio"] = opd_mask.sum()
         opd_tokens = mb.update_info.get("opd_tokens", 0.0)
         if opd_tokens:  # else `prepare` logs them as null
-            scale = mb.update_info["update_tokens"] / opd_tokens
+            metric_scale = mb.update_info["update_tokens"] / opd_tokens
             with torch.no_grad():
-                metrics["seed/gate_mean"] = (gate * opd_mask).sum() * scale
-                metrics["seed/gate_open_frac"] = ((gate > 0.5).float() * opd_mask).sum() * scale
-                metrics["seed/teacher_gap_mean"] = (gap * opd_mask).sum() * scale
+                metrics["seed/gate_mean"] = (gate * opd_mask).sum() * metric_scale
+                metrics["seed/gate_open_frac"] = ((gate > 0.5).float() * opd_mask).sum() * metric_scale
+                metrics["seed/teacher_gap_mean"] = (gap * opd_mask).sum() * metric_scale
         return loss, metrics
 
 

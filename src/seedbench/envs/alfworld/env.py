@@ -9,8 +9,12 @@ Description
 Task text
     The game's goal line, e.g. "heat some potato and put it in sinkbasin." (``info["task"]``).
 Action grammar
-    ``<action>go to countertop 1</action>``: the payload of the last action tag, lower-cased, must be one
-    of the current admissible commands (``info["admissible_actions"]``: ``go to X``, ``open X``,
+    ``<think>…</think><action>go to countertop 1</action>``: with ``projection="reference"`` (default,
+    verl-agent's ALFWorld projection) the response must hold a think block and an action tag and no CJK
+    character, the first action tag counts, and the command goes to the engine whether or not it is
+    admissible (the engine answers "Nothing happens." to one that is not; no penalty). With
+    ``projection="seedbench"`` the last action tag counts, no think block is needed, and the command
+    must be one of the current admissible commands (``info["admissible_actions"]``: ``go to X``, ``open X``,
     ``close X``, ``take O from X``, ``move O to X``, ``heat O with X``, ``cool O with X``,
     ``clean O with X``, ``use X``, ``examine X``, ``inventory``, ``look``). alfworld 0.4.x says
     ``move O to X`` where older releases (and older papers' prompts) said ``put O in/on X``. ``help`` is
@@ -22,9 +26,9 @@ Observation
 Rewards
     10 when the step wins the game (10·won, as in the SEED/GiGPO setups), else 0.
 Invalid actions
-    Text without an action tag, or a command that is not admissible, is not sent to the engine: the
-    observation is "Nothing happens.", the state does not change, ``info["action_valid"]`` is False and the
-    step counts toward the cap.
+    A response the projection rejects (and, with ``projection="seedbench"``, a command that is not
+    admissible) is not sent to the engine: the observation is "Nothing happens.", the state does not
+    change, ``info["action_valid"]`` is False and the step counts toward the cap.
 Termination vs truncation
     Terminated when won; truncated at ``max_steps`` (default 30, SEED_METHOD §7).
 Splits
@@ -50,7 +54,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from seedbench.envs.action_parsing import extract_tag
+from seedbench.envs.action_parsing import check_projection, project_action
 from seedbench.envs.alfworld.data import POOL_FORMAT, SPLITS, TASK_TYPES, pool_checksum, sha256_file
 from seedbench.envs.alfworld.engine import ALFWORLD_VERSION, make_engine
 from seedbench.envs.text_env import TextEnv
@@ -60,6 +64,14 @@ TASK_MARKER = "Your task is to: "
 NOTHING_HAPPENS = "Nothing happens."
 HIDDEN_COMMANDS = frozenset({"help"})
 WIN_REWARD = 10.0
+
+
+def parse_command(text: str, projection: str) -> tuple[str, bool]:
+    """``(command, well_formed)`` of a response under `projection` (`seedbench.envs.action_parsing`)."""
+    payload = project_action(text, projection)
+    if not payload:
+        return "", False
+    return payload.lower(), True
 
 
 class MissingGameDataError(FileNotFoundError):
@@ -194,7 +206,7 @@ class ALFWorldEnv(TextEnv):
     alfworld_version = ALFWORLD_VERSION
 
     def __init__(self, data_dir: str | os.PathLike | None = None, max_steps: int = 30, expert: bool = False,
-                 render_mode: str | None = None):
+                 projection: str = "reference", render_mode: str | None = None):
         """`data_dir`: a generated pool or official ALFWorld data (default: see the module docstring).
         `expert`: run ALFWorld's handcoded expert alongside (for `expert_plan` from any state; slower)."""
         super().__init__(render_mode=render_mode)
@@ -202,6 +214,9 @@ class ALFWorldEnv(TextEnv):
             raise ValueError("max_steps must be >= 1")
         self.max_steps = max_steps
         self.expert = expert
+        self.projection = check_projection(projection)
+        if projection != "reference":  # the class-level rule is the reference one
+            self.parse_action = lambda text: parse_command(text, self.projection)
         self.pool = GamePool.open(data_dir)
         self._tw = make_engine(expert=expert)
         self._loaded: Path | None = None
@@ -235,8 +250,10 @@ class ALFWorldEnv(TextEnv):
         return self._obs, self._info()
 
     def _apply_action(self, command: str, valid: bool):
-        """Send an admissible command to the engine; anything else is "Nothing happens." (no change)."""
-        valid = valid and command in self._admissible
+        """Send a well-formed command to the engine (``seedbench`` projection: only an admissible one);
+        anything else is "Nothing happens." (no change)."""
+        if self.projection == "seedbench":
+            valid = valid and command in self._admissible
         if valid:
             state, _, _ = self._tw.step(command)
             self._state = state
@@ -250,12 +267,9 @@ class ALFWorldEnv(TextEnv):
 
     @staticmethod
     def parse_action(text: str) -> tuple[str, bool]:
-        """The last ``<action>…</action>`` payload, whitespace-normalised and lower-cased (engine commands
-        are lower case). Format validity only: admissibility is checked in `step`."""
-        payload = extract_tag(text)
-        if not payload:
-            return "", False
-        return payload.lower(), True
+        """The reference projection's command, lower-cased (engine commands are lower case); an env made
+        with ``projection="seedbench"`` replaces it on the instance. Format validity only."""
+        return parse_command(text, "reference")
 
     def render(self):
         return self._obs
