@@ -201,7 +201,12 @@ def test_every_registered_agent_runs_one_iteration(tmp_path, agent):
         assert metrics[0]["train/samples"] == (0 if agent == "skill-prompt" else 4)
         assert "seed/analysis_success_rate" not in metrics[0]
         episodes = list(read_jsonl(Path(path) / "episodes.jsonl"))
-        assert all(SKILL in step["prompt"] for e in episodes for step in e["steps"])  # train and eval prompts
+        train_prompts = [s["prompt"] for e in episodes if e["phase"] == "train" for s in e["steps"]]
+        eval_prompts = [s["prompt"] for e in episodes if e["phase"] != "train" for s in e["steps"]]
+        assert train_prompts and eval_prompts and all(SKILL in p for p in train_prompts)
+        # Skill-GRPO (paper) is tested without its skills; Skill-GRPO* and Skill-Prompt keep them
+        with_skills_at_eval = entry.overrides.get("eval_skills", True)
+        assert all((SKILL in p) == with_skills_at_eval for p in eval_prompts)
 
 
 def test_transform_prompt_inserts_one_library_skill_per_episode(tmp_path):
