@@ -1,4 +1,4 @@
-"""The analyzer prompt (SEED_METHOD §4) and the lenient parsing of its JSON answer."""
+"""The analyzer prompt (docs/method.md §4) and the lenient parsing of its JSON answer."""
 
 import json
 

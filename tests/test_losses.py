@@ -1,4 +1,4 @@
-"""Advantage and loss functions at limiting cases (SEED_METHOD §2)."""
+"""Advantage and loss functions at limiting cases (docs/method.md §2)."""
 
 import math
 

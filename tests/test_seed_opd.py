@@ -1,4 +1,4 @@
-"""The gated on-policy distillation loss (SEED_METHOD §5.5) at its limiting cases."""
+"""The gated on-policy distillation loss (docs/method.md §5.5) at its limiting cases."""
 
 import math
 

@@ -107,7 +107,7 @@ class RolloutConfig:
     passed to the env as its ``max_steps`` kwarg (``env_kwargs.max_steps``), so the env truncates exactly
     there, and it is recorded in summary.json's protocol. An env without that kwarg has a fixed cap."""
     history_length: NonNegativeInt | None = None
-    """Past (observation, action) pairs in the prompt; None = the env's default (SEED_METHOD §7)."""
+    """Past (observation, action) pairs in the prompt; None = the env's default (docs/method.md §7)."""
     generation_batch_size: Count = 32
     """Max sequences per `generate` call (memory bound)."""
     reward: Literal["return", "success"] = "return"

@@ -1,4 +1,4 @@
-"""GRPO for multi-turn agents (SEED_METHOD §2), the baseline every other agent extends.
+"""GRPO for multi-turn agents (docs/method.md §2), the baseline every other agent extends.
 
 One update: the trainer rolls out B tasks × N episodes; `prepare` turns trajectories into step samples
 with a group-normalised episode advantage; `loss` is PPO-clip + β_KL·KL(k3) − entropy bonus, summed

@@ -2,7 +2,7 @@
 
 Shapes: ``S`` = step samples, ``T`` = trajectories, ``B×L`` = padded response tokens with a 0/1 ``mask``.
 Losses return *token sums*; the trainer divides by the token count of the whole mini-batch, which is
-the token-mean aggregation of SEED_METHOD §2 across gradient-accumulation micro-batches.
+the token-mean aggregation of docs/method.md §2 across gradient-accumulation micro-batches.
 """
 
 from __future__ import annotations

@@ -59,7 +59,7 @@ class TextEnv(gym.Env):
     (asking again whenever the plan runs out), `seedbench check-env` requires it to solve a sample of
     tasks, and SEED's scripted annotator reads it.
 
-    Class attributes read by the prompt builder and the trainer (override per env, per SEED_METHOD §7):
+    Class attributes read by the prompt builder and the trainer (override per env, per docs/method.md §7):
 
     - ``history_length``: how many past (observation, action) pairs the per-step prompt shows.
     - ``max_steps``: episode step cap (reaching it is *truncation*).

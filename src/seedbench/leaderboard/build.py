@@ -7,7 +7,7 @@ board shows exactly what a new submission changed.
 
 Results produced by seedbench are ranked by the board's primary metric. Paper-reported rows are listed
 in a separate table below them, never ranked with them: they were measured on other task samples,
-sometimes with other averages, and usually with one seed (SEED_METHOD.md, "known flaws").
+sometimes with other averages, and usually with one seed (docs/method.md §8.1).
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 The report never shows a bare single-seed number without saying so, always shows micro *and* macro
 averages, and says loudly when runs that are compared were evaluated on different task lists (the
-flaws SEED_METHOD.md lists for the paper's own tables). A report is deterministic: building it twice
+flaws docs/method.md §8.1 lists for the paper's own tables). A report is deterministic: building it twice
 from the same runs gives identical files (fixed bootstrap seed, no timestamps).
 """
 
@@ -170,7 +170,7 @@ def _seed_section(runs: list[Run], opts: ReportOptions, warnings: list[str]) -> 
     section.add(Text(
         "SEED's own signals over training (first / last / mean over iterations, averaged over seeds). A low "
         "analysis success rate means few trajectories got a skill, so the run was mostly plain GRPO "
-        "(SEED_METHOD.md §5.2)."))
+        "(docs/method.md §5.2)."))
     for (env, model), agents in T.group_runs(runs).items():
         sub = diag[(diag.env == env) & (diag.model == model)]
         if not len(sub):
@@ -183,7 +183,7 @@ def _seed_section(runs: list[Run], opts: ReportOptions, warnings: list[str]) -> 
                          digits(row["last"]), digits(row["mean"])])
             if row["metric"] == "seed/analyzer_sft" and row["mean"] < 1:
                 warnings.append(f"{env} · {model}: `{row['agent']}` ran without the stage-1 analyzer SFT in "
-                                f"{T.fmt_pct(1 - row['mean'], 0)} % of its seeds (SEED_METHOD.md §3)")
+                                f"{T.fmt_pct(1 - row['mean'], 0)} % of its seeds (docs/method.md §3)")
             if row["metric"] == T.ANALYSIS_SUCCESS and row["mean"] < T.LOW_ANALYSIS_SUCCESS:
                 warnings.append(f"{env} · {model}: `{row['agent']}` analysis success rate averaged "
                                 f"{T.fmt_pct(row['mean'])} % over training; most trajectories got no skill")

@@ -4,7 +4,7 @@ Every aggregate over seeds goes through `summarize_scores`, which the leaderboar
 on a board and the same number in a report are computed by the same code. Success rates are fractions
 in [0, 1] here; formatting as percentages happens at the edge (`fmt_ci`).
 
-Definitions (SEED_METHOD.md "known flaws" is why both averages are always shown):
+Definitions (docs/method.md §8.1 is why both averages are always shown):
 
 - *micro* success: successes / tasks over the whole eval task list (count-weighted).
 - *macro* success: the unweighted mean of per-task-type success rates.
@@ -37,7 +37,7 @@ SEED_DIAGNOSTICS = (
     ("analyzer SFT done", ("seed/analyzer_sft",), "%"),
 )
 ANALYSIS_SUCCESS = "seed/analysis_success_rate"
-LOW_ANALYSIS_SUCCESS = 0.5  # below this, SEED is mostly GRPO (SEED_METHOD.md §5.2)
+LOW_ANALYSIS_SUCCESS = 0.5  # below this, SEED is mostly GRPO (docs/method.md §5.2)
 
 
 # ----------------------------------------------------------------------------------------------------

@@ -1,4 +1,4 @@
-"""Per-step prompt builder (SEED_METHOD §1): the prompt is rebuilt at every env step, not a growing chat.
+"""Per-step prompt builder (docs/method.md §1): the prompt is rebuilt at every env step, not a growing chat.
 
 Layout of the user message (one line per part, in this order):
 
@@ -74,7 +74,7 @@ def skill_block(skill: str) -> str:
 
 
 def insert_skill(user_content: str, skill: str) -> str:
-    """Insert the SEED skill block directly after the task line (SEED_METHOD §5.3); if no task line is
+    """Insert the SEED skill block directly after the task line (docs/method.md §5.3); if no task line is
     found, before the final format instruction; failing both, append it."""
     block = skill_block(skill)
     lines = user_content.split("\n")

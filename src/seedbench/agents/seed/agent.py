@@ -1,4 +1,4 @@
-"""SEED, stage 2 (SEED_METHOD §5): GRPO plus a gated on-policy distillation term whose teacher is the
+"""SEED, stage 2 (docs/method.md §5): GRPO plus a gated on-policy distillation term whose teacher is the
 policy itself, prompted with a skill it wrote about the very trajectory being trained on.
 
 One update, on top of GRPO (`GRPOAgent`), in `prepare`:
@@ -43,7 +43,7 @@ ANALYZERS = ("current", "frozen", "static")
 
 
 def gated_opd_loss(logp: torch.Tensor, teacher_logp: torch.Tensor, mask: torch.Tensor, beta: float = 5.0):
-    """Gated on-policy distillation (SEED_METHOD §5.5), summed over tokens.
+    """Gated on-policy distillation (docs/method.md §5.5), summed over tokens.
 
     ``gap = stopgrad(teacher_logp − logp)``, ``g = sigmoid(β·gap)`` and the loss is ``Σ m·g·(teacher_logp −
     logp)``. Its value is 0 when teacher and student agree; its gradient w.r.t. ``logp`` is ``−m·g``, so a

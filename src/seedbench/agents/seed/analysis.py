@@ -1,4 +1,4 @@
-"""The SEED analyzer task (SEED_METHOD §4): the prompt that asks a model to analyse one finished
+"""The SEED analyzer task (docs/method.md §4): the prompt that asks a model to analyse one finished
 episode, and the lenient parser of its JSON answer.
 
 The same prompt serves three callers, so what stage 1 teaches is exactly what stage 2 asks:

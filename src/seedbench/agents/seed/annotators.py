@@ -1,4 +1,4 @@
-"""Annotators for SEED stage 1 (SEED_METHOD §3.2): whoever writes the reference analyses the policy is
+"""Annotators for SEED stage 1 (docs/method.md §3.2): whoever writes the reference analyses the policy is
 fine-tuned on. Never hard-wired; chosen with ``seedbench sft-analyzer --annotator SPEC``:
 
 ``openai:<model>``
@@ -43,7 +43,7 @@ class AnnotatorUnavailable(RuntimeError):
 @dataclass
 class AnnotationRequest:
     content: str
-    """The analyzer prompt (SEED_METHOD §4) with the true outcome."""
+    """The analyzer prompt (docs/method.md §4) with the true outcome."""
     trajectory: Any
     """The `seedbench.rollout.types.Trajectory` (scripted rules read its task, actions and outcome)."""
 

@@ -1,5 +1,5 @@
 """A fixed skill library retrieved by task similarity (the "w/o on-policy skills" ablation of
-SEED_METHOD §6 and the Skill-Prompt baseline).
+docs/method.md §6 and the Skill-Prompt baseline).
 
 The library is a JSONL file of analysed episodes, normally the stage-1 annotations written by
 ``seedbench sft-analyzer`` (``annotations.jsonl``); a SEED run's ``skills.jsonl`` works too. A record

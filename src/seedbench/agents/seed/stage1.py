@@ -1,4 +1,4 @@
-"""SEED stage 1, analyzer SFT (SEED_METHOD §3): ``seedbench sft-analyzer --env E --annotator A``.
+"""SEED stage 1, analyzer SFT (docs/method.md §3): ``seedbench sft-analyzer --env E --annotator A``.
 
 1. Roll out the base policy (no skills) on training tasks, ``--tasks`` × ``--group-size`` (paper: 180 × 8)
    at ``--temperature`` (paper: 0.4).

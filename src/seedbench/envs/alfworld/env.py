@@ -30,7 +30,7 @@ Invalid actions
     admissible) is not sent to the engine: the observation is "Nothing happens.", the state does not
     change, ``info["action_valid"]`` is False and the step counts toward the cap.
 Termination vs truncation
-    Terminated when won; truncated at ``max_steps`` (default 30, SEED_METHOD §7).
+    Terminated when won; truncated at ``max_steps`` (default 30, docs/method.md §7).
 Splits
     ``train``, ``valid_seen`` (train rooms, new games; the default eval split) and ``valid_unseen`` (rooms
     never seen in training). ``reset(seed=s, options={"split": name})`` plays game ``s % len(split)`` of
