@@ -8,30 +8,20 @@ importable, and the skip reason says how to install it.
 from __future__ import annotations
 
 import importlib.util
-import random
 
 import pytest
 from gymnasium.utils.env_checker import check_env
 
 from seedbench.registry import UnknownNameError, env_entries, load_object, make_env, resolve_env
 from seedbench.envs.text_env import TextEnv
+from seedbench.envs.checks import GARBAGE as CHECK_ENV_GARBAGE
 
 RESET_INFO_KEYS = {"task", "admissible_actions", "won", "task_id", "task_type", "split"}
 STEP_INFO_KEYS = RESET_INFO_KEYS | {"action_valid"}
 
 
-def _random_unicode(seed: int, length: int = 200) -> str:
-    rng = random.Random(seed)
-    chars = []
-    while len(chars) < length:
-        code = rng.randint(1, 0x10FFFF)
-        if not 0xD800 <= code <= 0xDFFF:  # surrogates are not valid str content for encoders
-            chars.append(chr(code))
-    return "".join(chars)
-
-
-GARBAGE = ["", "<action>", "</action>", "<action></action>", "<action> </action>", "<action><action>",
-           "\x00\n\t", _random_unicode(0), _random_unicode(1) + "<action>" + _random_unicode(2)]
+# The garbage texts `seedbench check-env` feeds every env (random unicode, broken tags, control bytes).
+GARBAGE = list(CHECK_ENV_GARBAGE)
 
 
 def _env_params():
