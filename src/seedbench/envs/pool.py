@@ -34,7 +34,7 @@ from typing import Any
 
 from seedbench.envs.batch import EnvBatch, ResetRequest, StepResult
 from seedbench.envs.processes import (DEFAULT_STARTUP_TIMEOUT_S, WorkerProcess, WorkerStartError, available_cpus,
-                                      load_callable)
+                                      load_callable, serve_requests)
 
 __all__ = ["EnvPool", "PoolStats", "WorkerStartError"]
 
@@ -53,25 +53,8 @@ def _make_env(spec: tuple[str, dict]):
 
 
 def _env_worker(conn: Connection, spec: tuple[str, dict], indices: list[int]) -> None:
-    try:
-        envs = {index: _make_env(spec) for index in indices}
-    except BaseException:  # noqa: BLE001 - report any failure to the parent
-        conn.send(("fatal", None, traceback.format_exc()))
-        return
-    conn.send(("ready", None, None))
-    while True:
-        try:
-            message = conn.recv()
-        except EOFError:
-            return
+    def answer(envs, message):
         op = message[0]
-        if op == "close":
-            for env in envs.values():
-                try:
-                    env.close()
-                except Exception:  # noqa: BLE001
-                    pass
-            return
         for index, payload in message[1]:
             try:
                 if op == "reset":
@@ -82,6 +65,15 @@ def _env_worker(conn: Connection, spec: tuple[str, dict], indices: list[int]) ->
                 conn.send(("ok", index, result))
             except Exception:  # noqa: BLE001 - an env error drops that episode, not the worker
                 conn.send(("error", index, traceback.format_exc()))
+
+    def close(envs):
+        for env in envs.values():
+            try:
+                env.close()
+            except Exception:  # noqa: BLE001
+                pass
+
+    serve_requests(conn, lambda: {index: _make_env(spec) for index in indices}, answer, close)
 
 
 # ----------------------------------------------------------------------------------------------------

@@ -93,10 +93,14 @@ class WorkerProcess:
 # One-shot tasks
 
 
-def _task_worker(conn: Connection, fn_path: str) -> None:
+def serve_requests(conn: Connection, setup: Callable[[], Any], handle: Callable[[Any, tuple], None],
+                   close: Callable[[Any], None] = lambda state: None) -> None:
+    """A worker process's main loop: build its state with `setup` (any failure is sent as ``fatal`` so
+    the parent can say why the worker never started), report ``ready``, then pass every message to
+    ``handle(state, message)`` until ``("close",)`` or the parent hangs up."""
     try:
-        fn = load_callable(fn_path)
-    except BaseException:  # noqa: BLE001
+        state = setup()
+    except BaseException:  # noqa: BLE001 - report any failure to the parent
         conn.send(("fatal", None, traceback.format_exc()))
         return
     conn.send(("ready", None, None))
@@ -106,11 +110,19 @@ def _task_worker(conn: Connection, fn_path: str) -> None:
         except EOFError:
             return
         if message[0] == "close":
+            close(state)
             return
+        handle(state, message)
+
+
+def _task_worker(conn: Connection, fn_path: str) -> None:
+    def run(fn, message):
         try:
             conn.send(("ok", None, fn(*message[1])))
-        except Exception:  # noqa: BLE001
+        except Exception:  # noqa: BLE001 - a failing task is reported, the worker stays
             conn.send(("error", None, traceback.format_exc()))
+
+    serve_requests(conn, lambda: load_callable(fn_path), run)
 
 
 @dataclass
