@@ -34,6 +34,9 @@ def _hf_dir(tmp_path, context: int) -> Path:
     (["--set", "algo.clip_epsilon=0.3"], "unknown config key 'algo.clip_epsilon'; valid keys: "),
     (["--set", "rollout.max_steps=3"], "rollout.max_steps: env choice has a fixed step cap of 1 (its constructor takes no max_steps)"),
     (["--set", "env_kwargs.rewarded=up", "env_kwargs.sides=3"], "env_kwargs: unknown 'sides' for env choice; valid keys: "),
+    (["--set", "env_kwargs.rewarded=up", "--set", "env_kwargs.sides=3"], "env_kwargs: unknown 'sides' for env choice"),  # --set repeated
+    (["--env", "sokoban", "--set", "rollout.max_steps=30", "--set", "env_kwargs.max_steps=15"],
+     "rollout.max_steps=30 and env_kwargs.max_steps=15 disagree; set the step cap once, with rollout.max_steps"),
     (["--set", "eval.splits=[valid]"], "eval.splits: 'valid' is not a split of choice; choose from: train, test"),
     (["--set", "eval.every=-1"], "eval.every: -1 is out of range; must be >= 0"),
     (["--set", "vllm.gpu_memory_utilization=1.5"], "vllm.gpu_memory_utilization: 1.5 is out of range; must be in (0, 1]"),

@@ -167,7 +167,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--output", help="exact run directory (default runs/<env>__<agent>__<model>__s<seed>__<time>)")
     run.add_argument("--resume", nargs="?", const=True, default=None,
                      help="continue the run in --output (or the given directory) from its last checkpoint")
-    run.add_argument("--set", nargs="+", metavar="KEY=VALUE",
+    run.add_argument("--set", nargs="+", action="extend", metavar="KEY=VALUE",
                      help="config overrides, e.g. optim.lr=1e-6 (all fields: `seedbench config`)")
     run.set_defaults(func=cmd_run)
 
@@ -184,7 +184,7 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--temperature", type=float, help="sets eval.temperature")
     ev.add_argument("--max-new-tokens", type=int, help="sets eval.max_new_tokens")
     ev.add_argument("--engine", choices=["auto", "hf", "vllm"], help="sets engine")
-    ev.add_argument("--set", nargs="+", metavar="KEY=VALUE", help="other run config overrides, e.g. rollout.history_length=2")
+    ev.add_argument("--set", nargs="+", action="extend", metavar="KEY=VALUE", help="other run config overrides, e.g. rollout.history_length=2")
     ev.add_argument("--records", metavar="FILE", help="also write the eval records (eval.jsonl format) to FILE")
     ev.set_defaults(func=cmd_eval)
 

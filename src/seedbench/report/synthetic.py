@@ -226,7 +226,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--output", required=True)
     parser.add_argument("--model", default="tiny")
     parser.add_argument("--config")
-    parser.add_argument("--set", nargs="+", default=[])
+    parser.add_argument("--set", nargs="+", action="extend", default=[])
     parser.add_argument("--resume", action="store_true")
     parser.add_argument("--sleep", type=float, default=float(os.environ.get("SEEDBENCH_FAKE_SLEEP", "0")))
     args = parser.parse_args(argv)

@@ -631,7 +631,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--iterations", type=int, help="budget in RL updates (without a spec)")
     parser.add_argument("--trajectories", type=int, help="budget in trajectories (without a spec)")
     parser.add_argument("--config", help="YAML recipe for every run (without a spec)")
-    parser.add_argument("--set", nargs="+", default=[], metavar="KEY=VALUE", help="config overrides for every run")
+    parser.add_argument("--set", nargs="+", action="extend", default=[], metavar="KEY=VALUE", help="config overrides for every run")
     parser.add_argument("--workers", default="1", help="local runs at once: a number or 'auto' (default 1)")
     parser.add_argument("--gpus-per-run", type=float, help="GPUs each run needs (overrides the spec)")
     parser.add_argument("--cpus-per-run", type=int, help="CPUs each run needs (overrides the spec)")
