@@ -25,6 +25,8 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from seedbench.config import NonNegative  # field ranges, checked when the config is parsed
+
 if TYPE_CHECKING:  # the contract itself needs neither torch nor the trainer at import time
     import torch
 
@@ -41,13 +43,13 @@ class AgentConfig:
     Values come from the registry entry's overrides, then ``algo.*`` in the run config; an unknown
     ``algo.`` key is an error naming the valid ones."""
 
-    kl_coef: float = 0.0
+    kl_coef: NonNegative = 0.0
     """β_KL of a KL(π‖π_ref) term to the frozen initial weights. > 0 makes the trainer load a reference
     model and fill `MiniBatch.ref_logp` (when `Agent.needs_reference` says so)."""
-    entropy_coef: float = 0.0
+    entropy_coef: NonNegative = 0.0
     """Weight of an entropy bonus. > 0 makes the trainer compute per-token entropies (`MiniBatch.entropy`),
     which costs a log-softmax over the vocabulary per token."""
-    invalid_penalty: float | None = None
+    invalid_penalty: NonNegative | None = None
     """Subtracted from an invalid step's score; None = the env's `invalid_action_penalty`."""
 
 

@@ -15,11 +15,12 @@ exact observation text (verl-agent's default; its similarity-based grouping is n
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import torch
 
 from seedbench.agents.base import PreparedUpdate, TrainSample
+from seedbench.config import NonNegative, Range
 from seedbench.agents.grpo import GRPOAgent, GRPOConfig
 
 STEP_NORMS = ("std", "mean_only")
@@ -66,9 +67,9 @@ def anchor_step_advantages(returns: torch.Tensor, anchor_ids: torch.Tensor, eps:
 
 @dataclass
 class GiGPOConfig(GRPOConfig):
-    gamma: float = 0.95
+    gamma: Annotated[float, Range(0, 1)] = 0.95
     """Discount of the step-level returns (GiGPO paper and verl-agent)."""
-    step_adv_weight: float = 1.0
+    step_adv_weight: NonNegative = 1.0
     """ω, weight of the step-level advantage (GiGPO paper: 1)."""
     step_adv_norm: Literal["std", "mean_only"] = "std"
     """``std`` (mean-std normalisation, GiGPO paper) or ``mean_only`` (verl-agent's ``mean_norm`` mode)."""

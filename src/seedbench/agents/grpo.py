@@ -11,29 +11,32 @@ in `loss`; GiGPO changes `advantages`. Nothing here knows about a specific env.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import Annotated, Literal
 
 import torch
 
 from seedbench.agents.base import Agent, AgentConfig, AgentContext, MiniBatch, PreparedUpdate, TrainSample
+from seedbench.config import NonNegative, Positive, Range, UnitInterval
 from seedbench.agents.losses import ADVANTAGE_FNS, kl_k3, ppo_clip_loss
 
 
 @dataclass
 class GRPOConfig(AgentConfig):
-    kl_coef: float = 0.01
+    kl_coef: NonNegative = 0.01
     """β_KL to the frozen reference (Search-QA: 0.001)."""
-    entropy_coef: float = 0.001
-    clip_eps: float = 0.2
+    entropy_coef: NonNegative = 0.001
+    """Weight of the entropy bonus (reference code: 0.001)."""
+    clip_eps: UnitInterval = 0.2
     """PPO clip range ε: the ratio is clipped to [1 − ε, 1 + ε] (reference code: 0.2)."""
-    clip_ratio_c: float | None = 3.0
+    clip_ratio_c: Annotated[float, Range(1, low_open=True)] | None = 3.0
     """Dual-clip bound for negative advantages (reference code: 3); None = plain PPO-clip."""
     adv_norm: Literal["step", "step_mean_only", "trajectory", "trajectory_mean_only"] = "step"
     """``step`` (reference code, default: group mean/std over step samples, each invalid step penalised
     alone), ``step_mean_only`` (reference code for WebShop), ``trajectory`` / ``trajectory_mean_only``
     (seedbench options: statistics over episodes, an invalid step lowers its whole episode)."""
-    adv_eps: float = 1e-6
-    pg_coef: float = 1.0
+    adv_eps: Positive = 1e-6
+    """Added to the group std before dividing (verl: 1e-6), so an all-equal group gives advantages 0."""
+    pg_coef: NonNegative = 1.0
     """Weight of the PPO policy-gradient term (0 isolates other terms, e.g. SEED's distillation)."""
 
 

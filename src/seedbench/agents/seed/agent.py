@@ -34,7 +34,7 @@ import torch
 from seedbench.agents.seed.analysis import Analysis, episode_steps, fit_analyzer_content, parse_analysis
 from seedbench.agents.base import MiniBatch, PreparedUpdate
 from seedbench.agents.grpo import GRPOAgent, GRPOConfig
-from seedbench.config import ConfigError
+from seedbench.config import ConfigError, Count, NonNegative, Positive
 from seedbench.rollout.prompting import FORMAT_INSTRUCTION, insert_skill, render_prompt
 
 ANALYZER_SFT_MARKER = "seedbench_analyzer_sft.json"
@@ -77,13 +77,13 @@ def opd_scale(mode: str, active_tokens: float, minibatch_tokens: int, micro_batc
 
 @dataclass
 class SEEDConfig(GRPOConfig):
-    opd_coef: float = 0.01
+    opd_coef: NonNegative = 0.01
     """λ_opd, weight of the distillation term added to the GRPO loss (reference code: 0.01)."""
     opd_norm: Literal["active_tokens", "all_tokens"] = "active_tokens"
     """Normaliser of the distillation term: ``active_tokens`` (reference code: mean over the OPD-active
     tokens of each micro-batch, ÷ accumulation steps) or ``all_tokens`` (÷ all response tokens like the
     GRPO terms, so its weight shrinks with the analysis success rate). See `opd_scale`."""
-    gate_beta: float = 5.0
+    gate_beta: Positive = 5.0
     """β of the gate sigmoid(β·gap) (reference code: 5)."""
     analyzer: Literal["current", "frozen", "static"] = "current"
     """Who writes the skills: ``current`` (the policy being trained, SEED), ``frozen`` (a fixed checkpoint,
@@ -97,9 +97,9 @@ class SEEDConfig(GRPOConfig):
     library_match_outcome: bool = True
     """``static``: prefer library entries with the trajectory's outcome (workflow for a success, avoidance
     rules for a failure), like the on-policy analyzer, which also sees the outcome."""
-    analysis_max_new_tokens: int = 256
+    analysis_max_new_tokens: Count = 256
     """Analyzer answer budget (reference code: 4096 for thinking models; a JSON answer needs ~100-200)."""
-    analysis_max_prompt_tokens: int = 4096
+    analysis_max_prompt_tokens: Count = 4096
     """Analyzer prompt budget; longer episodes lose their oldest steps (with a note in the prompt)."""
     train: bool = True
     """False = no update at all (Skill-Prompt baseline: skills only at act time)."""
