@@ -93,7 +93,7 @@ class GiGPOAgent(GRPOAgent):
 
     def step_rewards(self, trajectory: Any, reward: float) -> list[float]:
         """Per-step rewards before any invalid-action penalty."""
-        mode = getattr(getattr(getattr(self.context, "config", None), "rollout", None), "reward", "return")
+        mode = self.context.config.rollout.reward
         if mode == "success":
             base = [0.0] * len(trajectory.steps)
             if base:
