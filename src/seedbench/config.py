@@ -514,6 +514,13 @@ def agent_config(config: RunConfig) -> Any:
     return check_dataclass(agent_cfg, "algo.")
 
 
+def episode_limits(config: RunConfig, env: Any) -> tuple[int, int]:
+    """``(step cap, history length)`` of the run's episodes: the rollout config's values, else the env's
+    (`resolve_step_cap` has already handed a set cap to the env). Training and evaluation both use it."""
+    history = config.rollout.history_length if config.rollout.history_length is not None else env.history_length
+    return config.rollout.max_steps or env.max_steps, history
+
+
 def agent_class(factory: str, name: str) -> type:
     """The class behind an agent entry; a `ConfigError` when it is not a `seedbench.agents.base.Agent`."""
     from seedbench.agents.base import Agent

@@ -20,7 +20,8 @@ from typing import Any, Callable
 
 import numpy as np
 
-from seedbench.config import ConfigError, RunConfig, get_dotted, set_dotted, update_dataclass, validate_config
+from seedbench.config import (ConfigError, RunConfig, episode_limits, get_dotted, set_dotted, update_dataclass,
+                              validate_config)
 from seedbench.provenance import env_provenance, task_list_hash
 from seedbench.rollout.types import TaskRef, Trajectory
 
@@ -75,8 +76,7 @@ class Evaluator:
                  make_envs: Callable[[int], Any], transform_prompt: Callable | None = None):
         self.config, self.env, self.engine, self.tokenizer = config, env, engine, tokenizer
         self.run_episodes, self.make_envs, self.transform_prompt = run_episodes, make_envs, transform_prompt
-        self.max_steps = config.rollout.max_steps or env.max_steps
-        self.history_length = config.rollout.history_length if config.rollout.history_length is not None else env.history_length
+        self.max_steps, self.history_length = episode_limits(config, env)
         self.tasks = eval_tasks(config, env)
         self.envs = None
 

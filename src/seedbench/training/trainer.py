@@ -18,7 +18,8 @@ import torch
 
 from seedbench import __version__
 from seedbench.agents.base import Agent, AgentConfig, AgentContext, MiniBatch, PreparedUpdate, TrainSample
-from seedbench.config import ConfigError, RunConfig, agent_class, agent_config, to_dict, validate_config
+from seedbench.config import (ConfigError, RunConfig, agent_class, agent_config, episode_limits, to_dict,
+                              validate_config)
 from seedbench.engines.base import SamplingParams
 from seedbench.progress import progress_bar
 from seedbench.registry import make_env, resolve_agent, resolve_env
@@ -71,18 +72,14 @@ class Trainer:
         from seedbench.models.policy import load_policy
 
         self.env = make_env(entry.alias, **config.env_kwargs)
-        self.history_length = config.rollout.history_length if config.rollout.history_length is not None else self.env.history_length
-        self.max_steps = config.rollout.max_steps or self.env.max_steps
+        self.max_steps, self.history_length = episode_limits(config, self.env)
         self.sampling = SamplingParams(max_new_tokens=config.rollout.max_new_tokens, temperature=config.rollout.temperature,
                                        top_p=config.rollout.top_p)
-        choose_rollout(config.rollout.scheduler, None)  # a bad scheduler fails before the model loads
         # One rule, asked before the model loads: load the reference exactly when updates will use it.
         self.needs_reference = agent_cls.needs_reference(agent_config)
         self.policy = load_policy(config.model, need_reference=self.needs_reference, seed=config.seed)
-        from seedbench.engines.factory import ENGINE_NAMES, make_engine
+        from seedbench.engines.factory import make_engine
 
-        if config.engine not in ENGINE_NAMES:
-            raise ConfigError(f"engine: unknown {config.engine!r}; choose one of {', '.join(ENGINE_NAMES)}")
         self.engine = make_engine(config.engine, self.policy, config)
         self.run_episodes = choose_rollout(config.rollout.scheduler, self.engine)
         self.context = AgentContext(self.policy, self.engine, self.env, self.run_dir, config, self.sampling)
