@@ -97,10 +97,15 @@ class MiniBatch:
     """`PreparedUpdate.update_info` of this update (the same in every mini-batch)."""
     minibatch_tokens: int = 0
     """Response tokens of the whole optimizer mini-batch this micro-batch belongs to: the trainer divides
-    every `loss` sum by it (a token mean across gradient accumulation)."""
+    every `loss` sum by it (a token mean across gradient accumulation). 0 = this micro-batch alone is the
+    mini-batch (its own token count)."""
     micro_batches: int = 1
     """Micro-batches (forward passes) in that mini-batch; with `minibatch_tokens` it lets a term use
     another normaliser (SEED's reference OPD mean over its active tokens per micro-batch)."""
+
+    def __post_init__(self) -> None:
+        if not self.minibatch_tokens:
+            self.minibatch_tokens = int(self.mask.sum())
 
 
 @dataclass

@@ -217,8 +217,8 @@ class Trainer:
                 micro_batches = (len(mini) + cfg.micro_batch_size - 1) // cfg.micro_batch_size
                 for micro_start in range(0, len(mini), cfg.micro_batch_size):
                     micro = mini[micro_start : micro_start + cfg.micro_batch_size]
-                    mb = self._micro_batch(micro, samples, old_logp, ref_logp, want_entropy, prepared.update_info)
-                    mb.minibatch_tokens, mb.micro_batches = tokens, micro_batches
+                    mb = self._micro_batch(micro, samples, old_logp, ref_logp, want_entropy, prepared.update_info,
+                                           minibatch_tokens=tokens, micro_batches=micro_batches)
                     loss_sum, metric_sums = self.agent.loss(mb)
                     (loss_sum / tokens).backward()
                     totals["train/loss"] = totals.get("train/loss", 0.0) + float(loss_sum.detach())
@@ -256,7 +256,8 @@ class Trainer:
         return check.metrics()
 
     def _micro_batch(self, indices: list[int], samples: list[TrainSample], old_logp, ref_logp, want_entropy: bool,
-                     update_info: dict[str, float] | None = None) -> MiniBatch:
+                     update_info: dict[str, float] | None = None, minibatch_tokens: int = 0,
+                     micro_batches: int = 1) -> MiniBatch:
         policy = self.policy
         prompts = [samples[i].prompt_ids for i in indices]
         responses = [samples[i].response_ids for i in indices]
@@ -278,6 +279,7 @@ class Trainer:
             advantages=torch.tensor([samples[i].advantage for i in indices], dtype=torch.float32, device=mask.device),
             ref_logp=padded([ref_logp[i] for i in indices]) if ref_logp is not None else None,
             entropy=entropy, extras=extras, update_info=dict(update_info or {}),
+            minibatch_tokens=minibatch_tokens, micro_batches=micro_batches,
         )
 
     # -- evaluation -------------------------------------------------------------------------------

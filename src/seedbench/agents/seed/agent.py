@@ -319,8 +319,7 @@ class SEEDAgent(GRPOAgent):
         cfg = self.config
         opd_mask = mb.mask * mb.extras["opd_mask"]
         opd_sum, gate, gap = gated_opd_loss(mb.logp, mb.extras["teacher_logp"], opd_mask, cfg.gate_beta)
-        minibatch_tokens = mb.minibatch_tokens or int(mb.mask.sum())  # a micro-batch built alone is its own mini-batch
-        loss = loss + cfg.opd_coef * opd_scale(cfg.opd_norm, float(opd_mask.sum()), minibatch_tokens,
+        loss = loss + cfg.opd_coef * opd_scale(cfg.opd_norm, float(opd_mask.sum()), mb.minibatch_tokens,
                                                mb.micro_batches) * opd_sum
         # The trainer divides every metric sum by the update's token count; gate statistics are means over
         # OPD-active tokens only, so their sums are rescaled by (all tokens / OPD-active tokens).
