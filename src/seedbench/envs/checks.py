@@ -11,7 +11,10 @@ What Gymnasium's `check_env` cannot see, because it does not know what a task is
   ``splits_disjoint = False`` (then overlaps are a note);
 - every ``info`` key the prompt builder, agents and reports read is present with the right type;
 - garbage text is an invalid action, never an exception;
-- the scripted expert (``expert_plan``, when the env has one) solves a sample of tasks.
+- the scripted expert (``expert_plan``, when the env has one) solves a sample of tasks;
+- a vision env (``image_shape`` set) returns in every reset and step ``info["image"]`` a ``uint8 (H, W, 3)``
+  frame of that shape that is not blank, the same frame for the same (split, seed); frames take part in
+  the determinism and disjointness fingerprints (by digest). Text-only envs pass with no frames.
 
 Each check gives one line; the command exits 1 when any check fails. Tests call `run_checks`.
 """
@@ -110,9 +113,20 @@ def _fingerprint(env: Any, split: str, seed: int) -> Fingerprint:
         info = result[4]
         if result[2] or result[3]:
             break
+    record = [item[:-1] + (_digest_image(item[-1]),) for item in record]
     anonymous = [item[:-1] + ({k: v for k, v in item[-1].items() if k not in ("task_id", "split")},)
                  for item in record]
     return Fingerprint(str(record[0][1].get("task_id")), repr(record), repr(anonymous))
+
+
+def _digest_image(info: dict) -> dict:
+    """`info` with its frame replaced by the frame's id: numpy's repr elides most pixels, the id does not."""
+    if "image" not in info:
+        return info
+    from seedbench.frames import frame_id
+
+    image = info["image"]
+    return {**info, "image": f"frame {frame_id(image)}" if hasattr(image, "tobytes") else image}
 
 
 def _first_difference(a: str, b: str) -> str:
@@ -197,6 +211,40 @@ class _Checker:
                               f"{short(info['admissible_actions'])}")
         if info["split"] not in self.env.splits:
             raise CheckFailed(f"{call} info['split'] {info['split']!r} is not one of {list(self.env.splits)}")
+
+    def check_image(self) -> str:
+        """Frames of a vision env: present, well-formed, not blank, the same for the same (split, seed)."""
+        from seedbench.frames import frame_id, frame_problem, is_blank
+
+        env = self.env
+        shape = env.image_shape
+        if shape is None:
+            return "text-only env (image_shape None), no frames expected"
+        seen = 0
+        for split in env.splits:
+            for seed in range(min(self.seeds, 3)):
+                _, info = env.reset(seed=seed, options={"split": split})
+                first = self._frame(info, f"reset(seed={seed}, split {split!r})", frame_problem, is_blank)
+                actions = info["admissible_actions"]
+                _, _, _, _, step_info = env.step(well_formed(actions[0] if actions else "look"))
+                self._frame(step_info, f"step after reset(seed={seed}, split {split!r})", frame_problem, is_blank)
+                env.reset(seed=seed + 1, options={"split": split})
+                _, again = env.reset(seed=seed, options={"split": split})
+                if frame_id(again["image"]) != frame_id(first):
+                    raise CheckFailed(f"reset(seed={seed}, options={{'split': {split!r}}}) drew a different frame the "
+                                      "second time; draw the frame from the task's state only")
+                seen += 2
+        return f"{seen} frames of {shape[0]}x{shape[1]} uint8 RGB, none blank, the same for the same (split, seed)"
+
+    def _frame(self, info: dict, call: str, frame_problem, is_blank):
+        if "image" not in info:
+            raise CheckFailed(f"{call} info lacks image; an env with image_shape returns its frame on every reset and step")
+        problem = frame_problem(info["image"], self.env.image_shape)
+        if problem:
+            raise CheckFailed(f"{call} info['image'] is {problem}")
+        if is_blank(info["image"]):
+            raise CheckFailed(f"{call} info['image'] is blank (one colour everywhere); draw the observation")
+        return info["image"]
 
     def check_garbage(self) -> str:
         env = self.env
@@ -304,6 +352,7 @@ CHECKS = [
     ("attributes", "check_attributes"),
     ("gymnasium check_env", "check_gymnasium"),
     ("info keys", "check_info_keys"),
+    ("image", "check_image"),
     ("garbage text", "check_garbage"),
     ("determinism", "check_determinism"),
     ("seeds reach tasks", "check_seeds_reach_tasks"),

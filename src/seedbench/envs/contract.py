@@ -9,7 +9,9 @@ It guards in place rather than with a `gymnasium.Wrapper`: the env's class becom
 own class that adds the checks, so the env stays an instance of its class (``isinstance(env,
 SokobanEnv)``) with every attribute and extra method the trainer, prompt builder and agents read. Only
 results are checked; an exception the env raises on purpose (unknown split, step after the end) passes
-through unchanged. The full, slower checks (determinism, disjoint splits, the expert) are
+through unchanged. A vision env (``image_shape`` set) must also return a frame of that shape in every
+reset and step ``info["image"]`` (`seedbench.frames.frame_problem`); a text-only env must not return one,
+so nothing downstream has to guess whether an env has images. The full, slower checks (determinism, disjoint splits, the expert) are
 `seedbench check-env` (`seedbench.envs.checks`).
 """
 
@@ -55,6 +57,34 @@ def _check_info(env: Any, call: str, info: Any, keys: tuple[str, ...]) -> None:
                            f"{', '.join(RESET_INFO_KEYS)}, and step info also action_valid")
 
 
+def _check_image(env: Any, call: str, info: dict) -> None:
+    from seedbench.frames import frame_problem
+
+    shape = env.image_shape
+    if shape is None:
+        if "image" in info:
+            raise _broken(env, f"{call} info carries an 'image' but the env declares no image_shape; set the "
+                               "class attribute image_shape = (H, W)")
+        return
+    if "image" not in info:
+        raise _broken(env, f"{call} info lacks image; an env with image_shape {tuple(shape)} returns its frame "
+                           "(uint8, (H, W, 3)) in info['image'] on every reset and step")
+    problem = frame_problem(info["image"], shape)
+    if problem:
+        raise _broken(env, f"{call} info['image'] is {problem}; frames are uint8 arrays of shape (H, W, 3) with "
+                           f"(H, W) = image_shape {tuple(shape)}")
+
+
+def check_image_shape(env: Any) -> None:
+    """``image_shape`` is None or ``(H, W)``, two positive ints; checked once, when the env is guarded."""
+    shape = getattr(env, "image_shape", None)
+    if shape is None:
+        return
+    if not (isinstance(shape, tuple) and len(shape) == 2
+            and all(isinstance(n, numbers.Integral) and not isinstance(n, bool) and n > 0 for n in shape)):
+        raise _broken(env, f"image_shape is {short(shape)}; it must be None (text-only) or (H, W), two positive ints")
+
+
 def _check_parse(env: Any, text: Any, parse: Any) -> tuple[str, bool]:
     try:
         result = parse(text)
@@ -76,6 +106,7 @@ def _check_reset(env: Any, result: Any) -> None:
         raise _broken(env, f"reset() returned a {type(observation).__name__} observation ({short(observation)}); "
                            "observations must be str")
     _check_info(env, "reset()", info, RESET_INFO_KEYS)
+    _check_image(env, "reset()", info)
 
 
 def _check_step(env: Any, result: Any) -> None:
@@ -92,6 +123,7 @@ def _check_step(env: Any, result: Any) -> None:
         if not isinstance(flag, (bool, np.bool_)):
             raise _broken(env, f"step() returned {flag_name}={short(flag)}; it must be bool")
     _check_info(env, "step()", info, STEP_INFO_KEYS)
+    _check_image(env, "step()", info)
 
 
 def _guarded_class(cls: type, name: str) -> type:
@@ -128,4 +160,5 @@ def guard(env: Any, name: str) -> Any:
     if guarded is None:
         guarded = _GUARDED[(cls, name)] = _guarded_class(cls, name)
     env.__class__ = guarded
+    check_image_shape(env)
     return env

@@ -26,6 +26,14 @@ Observation
     (gym-sokoban's text renderers use ``√`` and ``S``; those are replaced by the printable-ASCII
     ``*`` and ``+`` of the standard XSB notation so the observation fits the Text space's charset.)
     ``up`` is towards the first line.
+Observation (image)
+    With ``image=True`` (``sokoban-vision`` and its variants) every reset and step ``info["image"]`` is
+    the same room drawn from tiles (`seedbench.envs.sokoban_image`: brick wall, dark floor, red target
+    ring, wooden box, green box on target, blue player disc, the disc inside the ring for the player on
+    a target), ``uint8`` of shape ``image_shape + (3,)`` with ``image_shape = (rows · tile_size, cols ·
+    tile_size)``; ``tile_size`` defaults to 56 pixels (a 6×6 room is 336×336, 144 Qwen2.5-VL image
+    tokens; the reference's gym-sokoban sprites are 16 pixels, ``tile_size=16``). The text observation
+    is unchanged. ``render_mode="rgb_array"`` makes `render` return the frame (any ``image`` setting).
 Rewards
     gym-sokoban's constants: -0.1 every step, +1 when a box is pushed onto a target, -1 when a box is
     pushed off a target, +10 when all boxes are on targets. Invalid actions get only the -0.1 here; the
@@ -35,7 +43,10 @@ Termination vs truncation
     (default 15) steps otherwise.
 Registered ids
     ``seedbench/Sokoban-v0`` (alias ``sokoban``): 6x6, 1 box, 15 steps. Other sizes are kwargs
-    (``dim_room``, ``num_boxes``, ``max_steps``, ``num_gen_steps``).
+    (``dim_room``, ``num_boxes``, ``max_steps``, ``num_gen_steps``). With frames: ``sokoban-vision``
+    (the paper's vision setting, 6x6, 1 box, 15 steps), and the generalization variants
+    ``sokoban-vision-7x7`` (a larger room) and ``sokoban-vision-2boxes`` (6x6, two boxes);
+    ``sokoban-vision-boxoban`` plays Boxoban level files (`seedbench.envs.boxoban`).
 Data source
     Procedural; no files. Level ``sokoban-{split}-{seed}`` is generated from a generator seeded with
     (seed, split name), so the same (split, seed) is always the same level (given numpy's Generator
@@ -65,6 +76,7 @@ from collections import deque
 import numpy as np
 
 from seedbench.envs.action_parsing import check_projection, parse_choice
+from seedbench.envs.sokoban_image import DEFAULT_TILE_SIZE, render_frame
 from seedbench.envs.text_env import TextEnv
 
 ACTIONS: tuple[str, ...] = ("up", "down", "left", "right")
@@ -83,6 +95,9 @@ REWARD_FINISHED = 10.0
 SYMBOLS = {"wall": "#", "floor": "_", "target": "O", "box": "X", "box_on_target": "*", "player": "P",
            "player_on_target": "+"}
 LEGEND = "Legend: # wall, _ floor, O target, X box, * box on target, P player, + player on target."
+IMAGE_LEGEND = ("The image shows the same room, one square per cell: red bricks are walls, dark squares floor, a "
+                "red square ring a target, a wooden crate a box, a green crate a box on a target, and the blue "
+                "disc is you.")
 TASK = "push every box onto a target"
 
 # Generator settings from gym-sokoban's room_utils.
@@ -353,7 +368,7 @@ def _split_of_room(room_fixed: np.ndarray, room_state: np.ndarray, num_splits: i
 
 
 class SokobanEnv(TextEnv):
-    metadata = {"render_modes": ["ansi"], "render_fps": 4}
+    metadata = {"render_modes": ["ansi", "rgb_array"], "render_fps": 4}
     history_length = 2
     max_steps = 15
     invalid_action_penalty = 0.1
@@ -371,8 +386,11 @@ class SokobanEnv(TextEnv):
     )
 
     def __init__(self, dim_room: tuple[int, int] = (6, 6), num_boxes: int = 1, max_steps: int = 15,
-                 num_gen_steps: int | None = None, projection: str = "reference", render_mode: str | None = None):
+                 num_gen_steps: int | None = None, projection: str = "reference", image: bool = False,
+                 tile_size: int = DEFAULT_TILE_SIZE, render_mode: str | None = None):
         super().__init__(render_mode=render_mode)
+        if render_mode not in (None, *self.metadata["render_modes"]):
+            raise ValueError(f"render_mode must be one of {self.metadata['render_modes']} or None, got {render_mode!r}")
         self.projection = check_projection(projection)
         if projection != "reference":  # the class-level rule is the reference one
             self.parse_action = lambda text: parse_choice(text, ACTIONS, self.projection)
@@ -385,6 +403,10 @@ class SokobanEnv(TextEnv):
             raise ValueError(f"max_steps must be >= 1, got {max_steps!r}")
         self.num_boxes = int(num_boxes)
         self.max_steps = int(max_steps)
+        self.tile_size = int(tile_size)
+        render_frame(np.zeros((1, 1), np.int64), np.zeros((1, 1), np.int64), self.tile_size)  # a bad size fails here
+        self.image = bool(image)
+        self._set_image_shape()
         # gym-sokoban's default walk length for the room topology.
         self.num_gen_steps = int(1.7 * sum(self.dim_room)) if num_gen_steps is None else int(num_gen_steps)
         self.room_fixed: np.ndarray | None = None
@@ -405,7 +427,7 @@ class SokobanEnv(TextEnv):
         return f"{render_room(self.room_fixed, self.room_state)}\n{LEGEND}"
 
     def _info(self) -> dict:
-        return {
+        info = {
             "task": TASK,
             "admissible_actions": list(ACTIONS),
             "won": self._all_boxes_on_target(),
@@ -413,6 +435,22 @@ class SokobanEnv(TextEnv):
             "task_type": "sokoban",
             "split": self._split,
         }
+        if self.image:
+            info["image"] = self.frame()
+        return info
+
+    def _set_image_shape(self) -> None:
+        """Frames (and the prompt's words about them) only with ``image=True``: a text-only Sokoban stays
+        exactly the text env it was."""
+        if self.image:
+            self.image_shape = (self.dim_room[0] * self.tile_size, self.dim_room[1] * self.tile_size)
+            self.instruction = f"{type(self).instruction} {IMAGE_LEGEND}"
+
+    def frame(self) -> np.ndarray:
+        """The current room as an RGB frame (`seedbench.envs.sokoban_image.render_frame`)."""
+        if self.room_state is None:
+            raise RuntimeError("frame() called before reset()")
+        return render_frame(self.room_fixed, self.room_state, self.tile_size)
 
     # ------------------------------------------------------------------ levels
 
@@ -520,6 +558,9 @@ class SokobanEnv(TextEnv):
         return solve(self.room_state, self.room_fixed)
 
     def render(self):
+        """``ansi`` (or no render mode): the text grid; ``rgb_array``: the frame (Gymnasium's modes)."""
         if self.room_state is None:
-            return ""
+            return None if self.render_mode == "rgb_array" else ""
+        if self.render_mode == "rgb_array":
+            return self.frame()
         return render_room(self.room_fixed, self.room_state)

@@ -17,6 +17,12 @@ attributes below, which the prompt builder reads.
 - ``split``: the data split the task came from (``train``, ``valid_seen``, ``valid_unseen``, ``test``).
 - ``action_valid`` (after ``step`` only): whether the model's text parsed into a valid command; the
   trainer subtracts ``invalid_action_penalty`` from invalid steps and logs the invalid-action rate.
+- ``image`` (vision envs only, on ``reset`` and every ``step``): the frame of the returned observation, a
+  ``numpy.ndarray`` of dtype ``uint8`` and shape ``(H, W, 3)`` with ``(H, W) == env.image_shape``. The
+  observation itself stays text, so text policies play vision envs unchanged and Gymnasium's spaces stay
+  `Text`; a vision-language policy puts the frame into its prompt. The rollout keeps the frame each
+  prompt showed (`StepSample.image`) and the run directory stores it once as ``frames/<id>.png``
+  (`seedbench.frames`). Text-only envs (``image_shape = None``) carry no ``image`` key.
 
 Task selection is deterministic: ``reset(seed=s, options={"split": name})`` always picks the same task
 for the same (split, seed), and different seeds reach different tasks; ``options={"task_id": ...}``
@@ -71,6 +77,9 @@ class TextEnv(gym.Env):
       the trainer should, by default, run instances in worker processes rather than step them serially.
     - ``splits_disjoint``: False only for an env with too few tasks to split (TwoChoice has one task);
       `seedbench check-env` then reports shared tasks between splits as a note instead of a failure.
+    - ``image_shape``: ``(H, W)`` of the frame a vision env puts in ``info["image"]`` on every reset and
+      step, or None for a text-only env. The contract guard checks every frame against it; an env whose
+      frame size depends on its kwargs (Sokoban's room and tile size) sets it in ``__init__``.
     """
 
     metadata: ClassVar[dict[str, Any]] = {"render_modes": ["ansi"], "render_fps": 4}  # fps: check_env asks
@@ -82,6 +91,7 @@ class TextEnv(gym.Env):
     instruction: str = ""
     worker_processes: bool = False
     splits_disjoint: bool = True
+    image_shape: tuple[int, int] | None = None
 
     def __init__(self, render_mode: str | None = None):
         self.observation_space = text_space()

@@ -7,8 +7,9 @@ episode does between those moments is here, so the two schedules record identica
    reset with the same ``(split, seed)``) and open one `Trajectory` per slot;
 2. `Episode.prompt`: the user message for the next step (`build_user_content` with the last
    ``history_length`` steps, then the agent's ``transform_prompt``) and its chat-templated token ids;
-3. `Episode.record`: turn (generation, env step result) into a `StepSample`, extend the history, add the
-   reward, and decide whether the episode is over (terminated, truncated by the env, or at the step cap).
+3. `Episode.record`: turn (generation, env step result) into a `StepSample` (with the frame of the
+   observation the prompt showed, for vision envs), extend the history, add the reward, and decide
+   whether the episode is over (terminated, truncated by the env, or at the step cap).
 """
 
 from __future__ import annotations
@@ -89,6 +90,7 @@ class Episode:
             step=self.step, user_content=self.content, prompt_ids=self.prompt_ids,
             response_ids=generation.token_ids, sampled_logprobs=generation.logprobs, response_text=generation.text,
             observation=self.observation, action=action, action_valid=valid, env_reward=float(reward),
+            image=self.info.get("image"),
         ))
         shown = action if valid else generation.text.strip()[-INVALID_ACTION_HISTORY_CHARS:]
         self.history.append(HistoryItem(self.observation, shown))

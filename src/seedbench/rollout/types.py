@@ -7,6 +7,7 @@ here imports torch or an env.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -32,6 +33,10 @@ class StepSample:
     action: str
     action_valid: bool
     env_reward: float
+    image: Any = None
+    """The frame the step's prompt showed (``info["image"]`` of `observation`: a ``uint8 (H, W, 3)`` numpy
+    array) for vision envs, None for text-only ones. Kept in memory for the policy; the run directory
+    stores it as a PNG file and episode records name the file, never the pixels."""
 
 
 @dataclass

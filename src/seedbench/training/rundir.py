@@ -4,7 +4,9 @@
         config.yaml       resolved config
         metrics.jsonl     one line per iteration (rollout/, train/, seed/, time/ metrics)
         eval.jsonl        one line per evaluation and split
-        episodes.jsonl    per-episode logs: prompt, raw output, action, validity, reward per step
+        episodes.jsonl    per-episode logs: prompt, raw output, action, validity, reward per step (vision
+                          envs: the step's frame by name, "image": "frames/<id>.png")
+        frames/<id>.png   vision envs: each distinct frame once (id = SHA-1 of the pixels, seedbench.frames)
         skills.jsonl      SEED agents: one skill per analysed trajectory
         checkpoints/it_<k>/  model + optimizer + RNG state + counters
         eval_tasks.json   the eval task list: split, seed, task id and type per task, the data provenance
@@ -29,6 +31,7 @@ from typing import Any
 
 import yaml
 
+from seedbench.frames import FrameStore
 from seedbench.jsonio import append_jsonl, read_json, read_jsonl, write_json_atomic
 
 __all__ = ["RunDir", "append_jsonl", "read_jsonl", "write_json_atomic", "default_run_name", "git_hash",
@@ -73,6 +76,12 @@ class RunDir:
     def __init__(self, path: Path):
         self.path = Path(path)
         self.checkpoints = self.path / "checkpoints"
+        self.frames = FrameStore(self.path)
+
+    def save_frame(self, image: Any) -> str:
+        """Store a vision env's frame (once per distinct frame) and return its name relative to the run
+        directory, ``frames/<id>.png``, which episode records use."""
+        return self.frames.save(image)
 
     # -- files ------------------------------------------------------------------------------------
     def file(self, name: str) -> Path:

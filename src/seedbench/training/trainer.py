@@ -11,7 +11,7 @@ import contextlib
 import random
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 import torch
@@ -23,7 +23,7 @@ from seedbench.config import (ConfigError, RunConfig, agent_class, agent_config,
 from seedbench.engines.base import SamplingParams
 from seedbench.progress import progress_bar
 from seedbench.registry import make_env, resolve_agent, resolve_env
-from seedbench.rollout.types import TaskRef, Trajectory
+from seedbench.rollout.types import StepSample, TaskRef, Trajectory
 from seedbench.seeding import seed_everything as _seed_everything
 from seedbench.envs.batch import EnvBatch, LocalEnvs
 from seedbench.provenance import env_provenance, task_list_hash, write_eval_tasks
@@ -172,11 +172,12 @@ class Trainer:
             "time/iteration_s": t_end - t_start,
         }
         self.run_dir.log("metrics.jsonl", metrics)
+        save_frame = self.run_dir.save_frame
         for traj, reward in zip(kept, rewards):
-            self.run_dir.log("episodes.jsonl", episode_record(traj, iteration, "train", reward))
+            self.run_dir.log("episodes.jsonl", episode_record(traj, iteration, "train", reward, save_frame))
         for traj in trajectories:
             if traj.dropped:
-                self.run_dir.log("episodes.jsonl", episode_record(traj, iteration, "train", None))
+                self.run_dir.log("episodes.jsonl", episode_record(traj, iteration, "train", None, save_frame))
         print(f"seedbench: iteration {iteration}/{cfg.iterations} success={metrics['rollout/success']:.3f} "
               f"loss={metrics.get('train/loss', float('nan')):.4f} time={metrics['time/iteration_s']:.1f}s", flush=True)
         return metrics
@@ -292,7 +293,8 @@ class Trainer:
             split = record["split"]
             self.run_dir.log("eval.jsonl", record)
             for traj in trajectories:
-                self.run_dir.log("episodes.jsonl", episode_record(traj, iteration, f"eval/{split}", float(traj.won)))
+                record = episode_record(traj, iteration, f"eval/{split}", float(traj.won), self.run_dir.save_frame)
+                self.run_dir.log("episodes.jsonl", record)
             results[split] = record
             print(f"seedbench: eval {split} @ iteration {iteration}: "
                   f"success micro={record['success_micro']:.3f} macro={record['success_macro']:.3f}", flush=True)
@@ -387,15 +389,26 @@ def choose_rollout(scheduler: str, engine: Any):
     return rollout.run_episodes
 
 
-def episode_record(traj: Trajectory, iteration: int, phase: str, reward: float | None) -> dict[str, Any]:
+def episode_record(traj: Trajectory, iteration: int, phase: str, reward: float | None,
+                   save_frame: Callable[[Any], str] | None = None) -> dict[str, Any]:
+    """One episodes.jsonl line. A step that showed a frame (vision envs) names it, ``"image":
+    "frames/<id>.png"``, as returned by `save_frame` (`RunDir.save_frame`); without `save_frame` frames are
+    left out, never written inline. Text-only steps have no ``image`` key."""
     return {
         "iteration": iteration, "phase": phase, "episode_id": traj.episode_id, "group_id": traj.group_id,
         "task": traj.task.key(), "task_id": traj.task_id, "task_type": traj.task_type, "task_text": traj.task_text,
         "won": traj.won, "env_return": traj.env_return, "reward": reward, "dropped": traj.dropped,
         "truncated": traj.truncated, "num_invalid": traj.num_invalid,
-        "steps": [{"step": s.step, "prompt": s.user_content, "output": s.response_text, "action": s.action,
-                   "valid": s.action_valid, "reward": s.env_reward} for s in traj.steps],
+        "steps": [_step_record(s, save_frame) for s in traj.steps],
     }
+
+
+def _step_record(step: StepSample, save_frame: Callable[[Any], str] | None) -> dict[str, Any]:
+    record = {"step": step.step, "prompt": step.user_content, "output": step.response_text, "action": step.action,
+              "valid": step.action_valid, "reward": step.env_reward}
+    if step.image is not None and save_frame is not None:
+        record["image"] = save_frame(step.image)
+    return record
 
 
 def _rng_state() -> dict[str, Any]:
