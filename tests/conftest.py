@@ -26,3 +26,41 @@ def alfworld_data(request, tmp_path_factory):
     cache = getattr(request.config, "cache", None)
     root = cache.mkdir("alfworld") if cache is not None else tmp_path_factory.mktemp("alfworld")
     os.environ["SEEDBENCH_ALFWORLD_DATA"] = str(build_test_pool(root, workers=2))
+
+
+BOXOBAN_TEST_LEVELS = """; 0
+##########
+##########
+##  @ ####
+##  $ ####
+##    ####
+##  . ####
+##########
+##########
+##########
+##########
+
+; 1
+##########
+#.      ##
+#  $    ##
+#   @   ##
+#       ##
+# $    .##
+#       ##
+#       ##
+#       ##
+##########
+"""
+"""Two hand-written 10x10 levels in the Boxoban file format (tests/test_sokoban_vision.py parses more)."""
+
+
+@pytest.fixture(scope="session", autouse=True)
+def boxoban_levels(tmp_path_factory):
+    """Point `sokoban-vision-boxoban` at a small hand-written level file when no Boxoban data is
+    configured, so registry-generated tests can make it (seedbench never downloads the real levels)."""
+    if os.environ.get("SEEDBENCH_BOXOBAN_LEVELS"):
+        return
+    path = tmp_path_factory.mktemp("boxoban") / "000.txt"
+    path.write_text(BOXOBAN_TEST_LEVELS)
+    os.environ["SEEDBENCH_BOXOBAN_LEVELS"] = str(path)

@@ -24,6 +24,35 @@ CATALOGUE: list[EnvEntry] = [
         description="text Sokoban, 6x6 room, 1 box, 15 steps (gym-sokoban rules, reverse-play generator)",
     ),
     EnvEntry(
+        alias="sokoban-vision",
+        env_id="seedbench/SokobanVision-v0",
+        entry_point="seedbench.envs.sokoban:SokobanEnv",
+        description="Sokoban with RGB frames in info['image'] (the paper's vision setting: 6x6, 1 box, 15 steps)",
+        kwargs={"image": True},
+    ),
+    EnvEntry(
+        alias="sokoban-vision-7x7",
+        env_id="seedbench/SokobanVision7x7-v0",
+        entry_point="seedbench.envs.sokoban:SokobanEnv",
+        description="sokoban-vision in a 7x7 room (size generalization)",
+        kwargs={"image": True, "dim_room": (7, 7)},
+    ),
+    EnvEntry(
+        alias="sokoban-vision-2boxes",
+        env_id="seedbench/SokobanVision2Boxes-v0",
+        entry_point="seedbench.envs.sokoban:SokobanEnv",
+        description="sokoban-vision with 2 boxes, 30 steps (box-count generalization)",
+        kwargs={"image": True, "num_boxes": 2, "max_steps": 30},
+    ),
+    EnvEntry(
+        alias="sokoban-vision-boxoban",
+        env_id="seedbench/SokobanVisionBoxoban-v0",
+        entry_point="seedbench.envs.boxoban:BoxobanEnv",
+        description="sokoban-vision on Boxoban level files, split 'hard' (needs env_kwargs.levels or "
+                    "$SEEDBENCH_BOXOBAN_LEVELS)",
+        kwargs={"image": True},
+    ),
+    EnvEntry(
         alias="alfworld",
         env_id="seedbench/ALFWorld-v0",
         entry_point="seedbench.envs.alfworld.env:ALFWorldEnv",

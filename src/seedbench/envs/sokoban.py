@@ -471,27 +471,34 @@ class SokobanEnv(TextEnv):
 
     def reset(self, *, seed: int | None = None, options: dict | None = None):
         super().reset(seed=seed)
-        options = options or {}
-        split = self._check_split(options.get("split", self.splits[0]))
-        if "level" in options:
-            room_fixed, room_state = parse_room(options["level"])
-            task_id = str(options.get("task_id", f"sokoban-level-{zlib.crc32(options['level'].encode()):08x}"))
-        else:
-            if "task_id" in options:
-                match = _TASK_ID_RE.match(str(options["task_id"]))
-                if match is None:
-                    raise ValueError(f"bad Sokoban task_id {options['task_id']!r}; expected 'sokoban-<split>-<seed>'")
-                split, level_seed = self._check_split(match["split"]), int(match["seed"])
-            elif seed is not None:
-                level_seed = int(seed)
-            else:
-                level_seed = int(self.np_random.integers(2**31))
-            room_fixed, room_state = self.generate_level(split, level_seed)
-            task_id = f"sokoban-{split}-{level_seed}"
+        room_fixed, room_state, split, task_id = self._select_level(seed, options or {})
+        if self.image and room_fixed.shape != self.dim_room:
+            raise ValueError(f"a {room_fixed.shape[0]}x{room_fixed.shape[1]} level in an env whose frames are "
+                             f"{self.dim_room[0]}x{self.dim_room[1]} rooms; make the env with dim_room={room_fixed.shape}")
         self.room_fixed, self.room_state = room_fixed, room_state.copy()
         self._split, self._task_id = split, task_id
         self._boxes_on_target = self._count_boxes_on_target()
         return self._observation(), self._info()
+
+    def _select_level(self, seed: int | None, options: dict) -> tuple[np.ndarray, np.ndarray, str, str]:
+        """``(room_fixed, room_state, split, task_id)`` for a reset: a hand-made ``level``, a ``task_id``,
+        or level ``seed`` of the split (drawn from ``np_random`` when None)."""
+        split = self._check_split(options.get("split", self.splits[0]))
+        if "level" in options:
+            room_fixed, room_state = parse_room(options["level"])
+            task_id = str(options.get("task_id", f"sokoban-level-{zlib.crc32(options['level'].encode()):08x}"))
+            return room_fixed, room_state, split, task_id
+        if "task_id" in options:
+            match = _TASK_ID_RE.match(str(options["task_id"]))
+            if match is None:
+                raise ValueError(f"bad Sokoban task_id {options['task_id']!r}; expected 'sokoban-<split>-<seed>'")
+            split, level_seed = self._check_split(match["split"]), int(match["seed"])
+        elif seed is not None:
+            level_seed = int(seed)
+        else:
+            level_seed = int(self.np_random.integers(2**31))
+        room_fixed, room_state = self.generate_level(split, level_seed)
+        return room_fixed, room_state, split, f"sokoban-{split}-{level_seed}"
 
     # ------------------------------------------------------------------ dynamics (gym-sokoban _push/_move)
 
