@@ -84,7 +84,7 @@ def test_check_env_command_output_and_exit_codes(variants, capsys):
 
     assert main(["check-env", "guess-constant", "--seeds", "3"]) == 1
     out = capsys.readouterr().out.splitlines()
-    assert out[-1] == ("seedbench: check-env guess-constant: 2 of 9 checks failed (seeds reach tasks, splits "
+    assert out[-1] == ("seedbench: check-env guess-constant: 2 of 10 checks failed (seeds reach tasks, splits "
                        "disjoint)")
     assert sum(line.startswith("  FAIL") for line in out) == 2
 
