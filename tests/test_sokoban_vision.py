@@ -100,7 +100,7 @@ def test_rgb_array_render_mode_returns_the_frame():
 
 @pytest.mark.parametrize("alias, shape, boxes, max_steps", [
     ("sokoban-vision", (336, 336), 1, 15),
-    ("sokoban-vision-7x7", (392, 392), 1, 15),
+    ("sokoban-vision-7x7", (392, 392), 1, 30),
     ("sokoban-vision-2boxes", (336, 336), 2, 30),
 ])
 def test_registered_variants(alias, shape, boxes, max_steps):

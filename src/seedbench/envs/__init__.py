@@ -34,8 +34,8 @@ CATALOGUE: list[EnvEntry] = [
         alias="sokoban-vision-7x7",
         env_id="seedbench/SokobanVision7x7-v0",
         entry_point="seedbench.envs.sokoban:SokobanEnv",
-        description="sokoban-vision in a 7x7 room (size generalization)",
-        kwargs={"image": True, "dim_room": (7, 7)},
+        description="sokoban-vision in a 7x7 room, 30 steps (size generalization)",
+        kwargs={"image": True, "dim_room": (7, 7), "max_steps": 30},
     ),
     EnvEntry(
         alias="sokoban-vision-2boxes",
