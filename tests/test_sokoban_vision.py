@@ -18,7 +18,7 @@ from seedbench.envs.sokoban_image import DEFAULT_TILE_SIZE, PLAYER_ON_TARGET, re
 from seedbench.frames import frame_id, is_blank, read_png
 from seedbench.registry import make_env
 from seedbench.training.rundir import read_jsonl
-from seedbench.training.trainer import Trainer
+from seedbench.training.trainer import train
 
 LEVEL = """# # # # # # #
 # _ X O * # #
@@ -213,16 +213,14 @@ def test_tiny_run_on_sokoban_vision_stores_frames_by_reference(tmp_path):
         "output": str(tmp_path / "run"), "rollout": {"max_new_tokens": 4, "tasks_per_batch": 1, "group_size": 2,
                                                      "max_steps": 3},
         "eval": {"num_tasks": 1}})
-    trainer = Trainer(config)
-    try:
-        metrics = trainer.iteration(1)
-    finally:
-        trainer.close()
-    run = tmp_path / "run"
-    episodes = [e for e in read_jsonl(run / "episodes.jsonl") if e["phase"] == "train"]
-    steps = [s for e in episodes for s in e["steps"]]
-    assert len(steps) == metrics["env_steps"] > 0
-    names = {s["image"] for s in steps}
+    run = train(config)  # evaluation at iteration 0, one iteration, checkpoint, evaluation at iteration 1
+    metrics = list(read_jsonl(run / "metrics.jsonl"))[-1]
+    assert metrics["iteration"] == 1
+    every = list(read_jsonl(run / "episodes.jsonl"))
+    assert {e["phase"] for e in every} == {"train", "eval/test"} and len(every) == 2 + 2  # 2 train; 1 eval task at iterations 0 and 1
+    episodes = [e for e in every if e["phase"] == "train"]
+    assert sum(len(e["steps"]) for e in episodes) == metrics["env_steps"] > 0
+    names = {s["image"] for e in every for s in e["steps"]}
     assert all(re.fullmatch(r"frames/[0-9a-f]{16}\.png", name) for name in names)
     assert {f"frames/{p.name}" for p in (run / "frames").iterdir()} == names  # each distinct frame once
     frame = read_png(run / sorted(names)[0])

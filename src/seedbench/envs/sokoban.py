@@ -78,7 +78,7 @@ from collections import deque
 import numpy as np
 
 from seedbench.envs.action_parsing import check_projection, parse_choice
-from seedbench.envs.sokoban_image import DEFAULT_TILE_SIZE, render_frame
+from seedbench.envs.sokoban_image import DEFAULT_TILE_SIZE, render_frame, tiles
 from seedbench.envs.text_env import TextEnv
 
 ACTIONS: tuple[str, ...] = ("up", "down", "left", "right")
@@ -406,7 +406,7 @@ class SokobanEnv(TextEnv):
         self.num_boxes = int(num_boxes)
         self.max_steps = int(max_steps)
         self.tile_size = int(tile_size)
-        render_frame(np.zeros((1, 1), np.int64), np.zeros((1, 1), np.int64), self.tile_size)  # a bad size fails here
+        tiles(self.tile_size)  # draws (and caches) the tiles; a size too small to draw fails here, not at reset
         self.image = bool(image)
         self._set_image_shape()
         # gym-sokoban's default walk length for the room topology.

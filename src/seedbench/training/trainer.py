@@ -293,8 +293,8 @@ class Trainer:
             split = record["split"]
             self.run_dir.log("eval.jsonl", record)
             for traj in trajectories:
-                record = episode_record(traj, iteration, f"eval/{split}", float(traj.won), self.run_dir.save_frame)
-                self.run_dir.log("episodes.jsonl", record)
+                episode = episode_record(traj, iteration, f"eval/{split}", float(traj.won), self.run_dir.save_frame)
+                self.run_dir.log("episodes.jsonl", episode)
             results[split] = record
             print(f"seedbench: eval {split} @ iteration {iteration}: "
                   f"success micro={record['success_micro']:.3f} macro={record['success_macro']:.3f}", flush=True)
