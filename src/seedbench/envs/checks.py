@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from seedbench.envs.contract import RESET_INFO_KEYS, STEP_INFO_KEYS, EnvContractError, short
+from seedbench.frames import frame_id, frame_problem, is_blank
 
 PROBE_STEPS = 6  # steps of the probe policy whose episode fingerprints a task
 
@@ -123,8 +124,6 @@ def _digest_image(info: dict) -> dict:
     """`info` with its frame replaced by the frame's id: numpy's repr elides most pixels, the id does not."""
     if "image" not in info:
         return info
-    from seedbench.frames import frame_id
-
     image = info["image"]
     return {**info, "image": f"frame {frame_id(image)}" if hasattr(image, "tobytes") else image}
 
@@ -214,8 +213,6 @@ class _Checker:
 
     def check_image(self) -> str:
         """Frames of a vision env: present, well-formed, not blank, the same for the same (split, seed)."""
-        from seedbench.frames import frame_id, frame_problem, is_blank
-
         env = self.env
         shape = env.image_shape
         if shape is None:
@@ -224,10 +221,10 @@ class _Checker:
         for split in env.splits:
             for seed in range(min(self.seeds, 3)):
                 _, info = env.reset(seed=seed, options={"split": split})
-                first = self._frame(info, f"reset(seed={seed}, split {split!r})", frame_problem, is_blank)
+                first = self._frame(info, f"reset(seed={seed}, split {split!r})")
                 actions = info["admissible_actions"]
                 _, _, _, _, step_info = env.step(well_formed(actions[0] if actions else "look"))
-                self._frame(step_info, f"step after reset(seed={seed}, split {split!r})", frame_problem, is_blank)
+                self._frame(step_info, f"step after reset(seed={seed}, split {split!r})")
                 env.reset(seed=seed + 1, options={"split": split})
                 _, again = env.reset(seed=seed, options={"split": split})
                 if frame_id(again["image"]) != frame_id(first):
@@ -236,7 +233,7 @@ class _Checker:
                 seen += 2
         return f"{seen} frames of {shape[0]}x{shape[1]} uint8 RGB, none blank, the same for the same (split, seed)"
 
-    def _frame(self, info: dict, call: str, frame_problem, is_blank):
+    def _frame(self, info: dict, call: str):
         if "image" not in info:
             raise CheckFailed(f"{call} info lacks image; an env with image_shape returns its frame on every reset and step")
         problem = frame_problem(info["image"], self.env.image_shape)
