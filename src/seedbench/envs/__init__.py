@@ -31,4 +31,30 @@ CATALOGUE: list[EnvEntry] = [
         requires="alfworld",
         data_generator="seedbench.envs.alfworld.data:main",
     ),
+    EnvEntry(
+        alias="frozenlake",
+        env_id="seedbench/FrozenLake-v0",
+        entry_point="seedbench.envs.frozenlake:FrozenLakeEnv",
+        description="Gymnasium FrozenLake on seeded random 4x4 maps, not slippery; text + 192x192 image; "
+                    "test_large split: 6x6",
+    ),
+    EnvEntry(
+        alias="frozenlake-8x8",
+        env_id="seedbench/FrozenLake8x8-v0",
+        entry_point="seedbench.envs.frozenlake:FrozenLakeEnv",
+        description="FrozenLake on seeded random 8x8 maps (test_large: 10x10), 200 steps",
+        kwargs={"size": 8, "large_size": 10, "max_steps": 200},
+    ),
+    EnvEntry(
+        alias="ezpoints",
+        env_id="seedbench/EZPoints-v0",
+        entry_point="seedbench.envs.cards:EZPointsEnv",
+        description="RL4VLM gym-cards EZPoints: two cards, build 12 with + and *, one token per step; 300x300 image",
+    ),
+    EnvEntry(
+        alias="points24",
+        env_id="seedbench/Points24-v0",
+        entry_point="seedbench.envs.cards:Points24Env",
+        description="RL4VLM gym-cards Points24: four cards, build 24 with + - * / ( ), solvable deals; 300x300 image",
+    ),
 ]
