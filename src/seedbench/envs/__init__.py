@@ -63,7 +63,7 @@ CATALOGUE: list[EnvEntry] = [
         entry_point="seedbench.envs.minigrid_env:MiniGridTextEnv",
         description="MiniGrid Empty-Random-5x5 (test_large: 6x6): reach the goal; egocentric text + 224x224 agent view",
         kwargs={"env_id": "MiniGrid-Empty-Random-5x5-v0", "large_env_id": "MiniGrid-Empty-Random-6x6-v0"},
-        requires="vision",
+        requires="minigrid",
     ),
     EnvEntry(
         alias="minigrid-empty-8x8",
@@ -72,7 +72,7 @@ CATALOGUE: list[EnvEntry] = [
         description="MiniGrid Empty with a random start, 8x8 (test_large: 10x10)",
         kwargs={"env_id": "MiniGrid-Empty-Random-5x5-v0", "env_kwargs": {"size": 8},
                 "large_env_id": "MiniGrid-Empty-Random-5x5-v0", "large_env_kwargs": {"size": 10}},
-        requires="vision",
+        requires="minigrid",
     ),
     EnvEntry(
         alias="minigrid-doorkey",
@@ -80,7 +80,7 @@ CATALOGUE: list[EnvEntry] = [
         entry_point="seedbench.envs.minigrid_env:MiniGridTextEnv",
         description="MiniGrid DoorKey-5x5 (test_large: 6x6): pick up the key, unlock the door, reach the goal",
         kwargs={"env_id": "MiniGrid-DoorKey-5x5-v0", "large_env_id": "MiniGrid-DoorKey-6x6-v0"},
-        requires="vision",
+        requires="minigrid",
     ),
     EnvEntry(
         alias="minigrid-doorkey-6x6",
@@ -88,7 +88,7 @@ CATALOGUE: list[EnvEntry] = [
         entry_point="seedbench.envs.minigrid_env:MiniGridTextEnv",
         description="MiniGrid DoorKey-6x6 (test_large: 8x8)",
         kwargs={"env_id": "MiniGrid-DoorKey-6x6-v0", "large_env_id": "MiniGrid-DoorKey-8x8-v0"},
-        requires="vision",
+        requires="minigrid",
     ),
     EnvEntry(
         alias="babyai-gotoredball",
@@ -97,7 +97,7 @@ CATALOGUE: list[EnvEntry] = [
         description="BabyAI GoToRedBall, 8x8 room with 7 distractors (test_large: a 10x10 room); BabyAIBot expert",
         kwargs={"env_id": "BabyAI-GoToRedBall-v0", "large_env_id": "BabyAI-GoToRedBall-v0",
                 "large_env_kwargs": {"room_size": 10}},
-        requires="vision",
+        requires="minigrid",
     ),
     EnvEntry(
         alias="babyai-gotoobj",
@@ -105,6 +105,6 @@ CATALOGUE: list[EnvEntry] = [
         entry_point="seedbench.envs.minigrid_env:MiniGridTextEnv",
         description="BabyAI GoToObj in a 6x6 room (GoToObjS6; test_large: the 8x8 GoToObj); BabyAIBot expert",
         kwargs={"env_id": "BabyAI-GoToObjS6-v1", "large_env_id": "BabyAI-GoToObj-v0"},
-        requires="vision",
+        requires="minigrid",
     ),
 ]

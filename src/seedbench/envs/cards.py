@@ -164,6 +164,13 @@ def solutions(values: tuple[int, ...], target: int, ops: tuple[str, ...]) -> tup
 # Drawing
 
 
+def _require_pillow() -> None:
+    try:
+        import PIL  # noqa: F401
+    except ImportError as err:
+        raise ImportError("the card frames are drawn with Pillow: pip install 'pillow>=10.1'") from err
+
+
 @functools.lru_cache(maxsize=8)
 def _font(size: int):
     from PIL import ImageFont
@@ -231,6 +238,7 @@ class _CardsEnv(TextEnv):
     def __init__(self, treat_face_cards_as_10: bool = True, projection: str = "reference",
                  render_mode: str | None = None):
         super().__init__(render_mode=render_mode)
+        _require_pillow()
         self.projection = check_projection(projection)
         self.treat_face_cards_as_10 = bool(treat_face_cards_as_10)
         self.numbers = tuple(str(n) for n in range(1, 11 if self.treat_face_cards_as_10 else 14))
@@ -313,22 +321,41 @@ class _CardsEnv(TextEnv):
                 return cards, values
         raise RuntimeError(f"could not deal a {self.game} hand for split {split!r}")
 
+    def _parse_cards(self, names) -> tuple[list[str], list[int]]:
+        ranks = {v: k for k, v in RANK_NAMES.items()} | {str(n): n for n in range(2, 10)}
+        cards, values = [], []
+        for name in names:
+            name = str(name)
+            if len(name) < 2 or name[0] not in SUITS or name[1:] not in ranks:
+                raise ValueError(f"bad card {name!r}: a suit letter (H, S, D, C) then A, 2-10, J, Q or K")
+            rank = ranks[name[1:]]
+            cards.append(name)
+            values.append(min(rank, 10) if self.treat_face_cards_as_10 else rank)
+        if len(cards) != self.num_cards:
+            raise ValueError(f"{self.game} deals {self.num_cards} cards, got {len(cards)}")
+        return cards, values
+
     def reset(self, *, seed: int | None = None, options: dict | None = None):
         super().reset(seed=seed)
         options = options or {}
         split = self._check_split(options.get("split", self.splits[0]))
-        if "task_id" in options:
-            match = _TASK_ID_RE.match(str(options["task_id"]))
-            if match is None or match["game"] != self.game:
-                raise ValueError(f"bad task_id {options['task_id']!r}; expected '{self.game}-<split>-<seed>'")
-            split, deal_seed = self._check_split(match["split"]), int(match["seed"])
-        elif seed is not None:
-            deal_seed = int(seed)
+        if "cards" in options:  # a hand-made deal, gym-cards' names: suit letter then rank ("H6", "SK")
+            self.cards, self.values = self._parse_cards(options["cards"])
+            task_id = f"{self.game}-deal-{'-'.join(self.cards)}"
         else:
-            deal_seed = int(self.np_random.integers(2**31))
-        self.cards, self.values = self.deal(split, deal_seed)
+            if "task_id" in options:
+                match = _TASK_ID_RE.match(str(options["task_id"]))
+                if match is None or match["game"] != self.game:
+                    raise ValueError(f"bad task_id {options['task_id']!r}; expected '{self.game}-<split>-<seed>'")
+                split, deal_seed = self._check_split(match["split"]), int(match["seed"])
+            elif seed is not None:
+                deal_seed = int(seed)
+            else:
+                deal_seed = int(self.np_random.integers(2**31))
+            self.cards, self.values = self.deal(split, deal_seed)
+            task_id = f"{self.game}-{split}-{deal_seed}"
         self.formula, self.used, self._won = [], [], False
-        self._split, self._task_id = split, f"{self.game}-{split}-{deal_seed}"
+        self._split, self._task_id = split, task_id
         return self._observation(), self._info()
 
     # -- dynamics (gym-cards' step) -------------------------------------------------------------------

@@ -36,6 +36,7 @@ Data source
     Procedural; no files. Map ``frozenlake-{split}-{seed}`` is drawn by ``generate_random_map`` from a seed
     derived from (seed, split name); the train and test splits are disjoint sets of maps (a hash of the
     map picks its split and the generator redraws until they agree); ``test_large`` has another size.
+    ``reset(options={"desc": ["SFFF", ...]})`` plays a hand-made map.
 """
 
 from __future__ import annotations
@@ -58,6 +59,13 @@ TASK = "walk from the start S to the goal G without falling into a hole H"
 TILE_COLOURS = {"F": (180, 220, 245), "H": (20, 40, 90), "S": (200, 200, 200), "G": (240, 190, 40)}
 PLAYER_COLOUR = (220, 30, 30)
 _TASK_ID_RE = re.compile(r"^frozenlake-(?P<split>[A-Za-z0-9_]+)-(?P<seed>\d+)$")
+
+
+def _require_pillow() -> None:
+    try:
+        import PIL  # noqa: F401
+    except ImportError as err:
+        raise ImportError("the FrozenLake frames are drawn with Pillow: pip install 'pillow>=10.1'") from err
 
 
 def shortest_path(desc: list[str], start: tuple[int, int]) -> list[str] | None:
@@ -156,6 +164,7 @@ class FrozenLakeEnv(TextEnv):
                  max_steps: int = 100, frame_size: int = 192, projection: str = "reference",
                  render_mode: str | None = None):
         super().__init__(render_mode=render_mode)
+        _require_pillow()
         try:
             from gymnasium.envs.toy_text.frozen_lake import FrozenLakeEnv as GymFrozenLake, generate_random_map
         except ImportError as err:  # toy_text ships with gymnasium; only a stripped install lacks it
@@ -197,20 +206,27 @@ class FrozenLakeEnv(TextEnv):
         super().reset(seed=seed)
         options = options or {}
         split = self._check_split(options.get("split", self.splits[0]))
-        if "task_id" in options:
-            match = _TASK_ID_RE.match(str(options["task_id"]))
-            if match is None:
-                raise ValueError(f"bad FrozenLake task_id {options['task_id']!r}; expected 'frozenlake-<split>-<seed>'")
-            split, map_seed = self._check_split(match["split"]), int(match["seed"])
-        elif seed is not None:
-            map_seed = int(seed)
+        if "desc" in options:  # a hand-made map: rows of S, F, H, G
+            desc = [str(row) for row in options["desc"]]
+            if not desc or len({len(r) for r in desc}) != 1 or set("".join(desc)) - set("SFHG") or desc[0][0] != "S":
+                raise ValueError("options['desc'] must be equal-length rows of S, F, H, G with S at the top-left")
+            map_seed, task_id = zlib.crc32("\n".join(desc).encode()), f"frozenlake-map-{zlib.crc32(chr(10).join(desc).encode()):08x}"
         else:
-            map_seed = int(self.np_random.integers(2**31))
-        self.desc = self.generate_map(split, map_seed)
+            if "task_id" in options:
+                match = _TASK_ID_RE.match(str(options["task_id"]))
+                if match is None:
+                    raise ValueError(f"bad FrozenLake task_id {options['task_id']!r}; expected 'frozenlake-<split>-<seed>'")
+                split, map_seed = self._check_split(match["split"]), int(match["seed"])
+            elif seed is not None:
+                map_seed = int(seed)
+            else:
+                map_seed = int(self.np_random.integers(2**31))
+            desc, task_id = self.generate_map(split, map_seed), f"frozenlake-{split}-{map_seed}"
+        self.desc = desc
         self.gym_env = self._gym_env_cls(desc=self.desc, is_slippery=self.is_slippery)
         # The slips are seeded by the task, so the same (split, seed) and actions replay the same episode.
         self.gym_env.reset(seed=int(np.random.default_rng([map_seed, zlib.crc32(split.encode()), 1]).integers(2**31)))
-        self._split, self._task_id = split, f"frozenlake-{split}-{map_seed}"
+        self._split, self._task_id = split, task_id
         self._slippery_policy = None
         return self._observation(), self._info()
 

@@ -42,7 +42,8 @@ Registered ids (``seedbench.envs`` catalogue; train/test env, then the ``test_la
 Data source
     Procedural, by the ``minigrid`` package (version recorded in ``provenance()``). Splits ``train`` and
     ``test`` play ``env_id``, ``test_large`` (when ``large_env_id`` is set) plays the larger env: the size
-    shift. Task ``{alias-free env id}-{split}-{seed}`` resets MiniGrid with a seed drawn from (seed, split
+    shift. Task ``{name}-{split}-{seed}`` (name: the Gymnasium id without its version, plus ``-key=value`` per
+    env kwarg) resets MiniGrid with a seed drawn from (seed, split
     name), redrawn until a hash of the layout (grid, agent pose, mission) picks that split, so the train
     and test splits are disjoint sets of layouts, not only of seeds.
 
@@ -75,7 +76,7 @@ VIEW_SIZE = 7
 IMAGE_SIZE = 224  # 7 tiles x 32 px
 CODES = {"wall": "W", "floor": "F", "door": "D", "key": "K", "ball": "A", "box": "B", "goal": "G", "lava": "V"}
 ARROWS = {0: ">", 1: "V", 2: "<", 3: "^"}
-INSTALL = "pip install minigrid  (or: pip install 'seedbench[vision]')"
+INSTALL = "pip install 'seedbench[minigrid]'  (or: pip install minigrid)"
 _TASK_ID_RE = re.compile(r"^(?P<env>.+)-(?P<split>train|test|test_large)-(?P<seed>\d+)$")
 
 
