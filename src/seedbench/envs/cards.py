@@ -73,6 +73,7 @@ REWARD_CORRECT, REWARD_WRONG, REWARD_INVALID = 10.0, -1.0, -1.0
 MAX_EXPONENT = 1000
 CANVAS = 300  # gym-cards' canvas, square
 FELT = (0x35, 0x65, 0x4D)  # gym-cards' background colour
+_ALL_NUMBERS = tuple(str(n) for n in range(1, 14))
 _TASK_ID_RE = re.compile(r"^(?P<game>ezpoints|points24)-(?P<split>[A-Za-z0-9_]+)-(?P<seed>\d+)$")
 
 
@@ -240,6 +241,8 @@ class _CardsEnv(TextEnv):
         super().__init__(render_mode=render_mode)
         _require_pillow()
         self.projection = check_projection(projection)
+        if projection != "reference":  # the class-level rule is the reference one
+            self.parse_action = functools.partial(type(self).parse_action, projection=self.projection)
         self.treat_face_cards_as_10 = bool(treat_face_cards_as_10)
         self.numbers = tuple(str(n) for n in range(1, 11 if self.treat_face_cards_as_10 else 14))
         self.actions = self.numbers + self.operators + ("=",)
@@ -259,12 +262,15 @@ class _CardsEnv(TextEnv):
 
     # -- text protocol --------------------------------------------------------------------------------
 
-    def parse_action(self, text: str) -> tuple[str, bool]:
-        payload = project_action(text, self.projection)
+    @classmethod
+    def parse_action(cls, text: str, projection: str = "reference") -> tuple[str, bool]:
+        """The token of the action tag when it is one of the game's tokens (numbers 1-13, the operators,
+        ``=``); whether the hand holds that number is the step's business (gym-cards' validity rule)."""
+        payload = project_action(text, projection)
         if payload is None:
             return "", False
         payload = payload.strip()
-        return payload, payload in self.actions
+        return payload, payload in cls.operators + ("=",) or payload in _ALL_NUMBERS
 
     def _observation(self) -> str:
         shown = ", ".join(f"{self._rank(c)} of {SUIT_NAMES[c[0]]} (value {v})" for c, v in zip(self.cards, self.values))
@@ -367,8 +373,8 @@ class _CardsEnv(TextEnv):
     def _apply_action(self, command: str, valid: bool):
         if len(self.formula) > self.max_formula_length:
             return self._observation(), REWARD_WRONG, False, valid  # the template truncates this step
-        if valid and command in self.numbers and not self._holds(int(command)):
-            valid = False
+        if valid and command not in self.actions or command in self.numbers and not self._holds(int(command)):
+            valid = False  # 11-13 while face cards count 10, or a number the hand does not hold
         if not valid:
             self.formula.append(" ")
             return self._observation(), REWARD_INVALID, False, False

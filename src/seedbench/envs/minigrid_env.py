@@ -56,6 +56,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import functools
 import hashlib
 import io
 import re
@@ -239,6 +240,8 @@ class MiniGridTextEnv(TextEnv):
         if image_view not in ("agent", "full"):
             raise ValueError(f"image_view: unknown {image_view!r}; choose agent or full")
         self.projection = check_projection(projection)
+        if projection != "reference":  # the class-level rule is the reference one
+            self.parse_action = functools.partial(MiniGridTextEnv.parse_action, projection=self.projection)
         self.text_view, self.image_view = text_view, image_view
         # Which MiniGrid env each split plays: train and test the same one, test_large the size shift.
         specs = {"train": (env_id, dict(env_kwargs or {}))}
@@ -273,8 +276,10 @@ class MiniGridTextEnv(TextEnv):
 
     # -- text protocol --------------------------------------------------------------------------------
 
-    def parse_action(self, text: str) -> tuple[str, bool]:
-        payload = project_action(text, self.projection)
+    @staticmethod
+    def parse_action(text: str, projection: str = "reference") -> tuple[str, bool]:
+        """The action words, normalised (case, spaces, `ALIASES`), when they name one of `ACTIONS`."""
+        payload = project_action(text, projection)
         if payload is None:
             return "", False
         words = " ".join(payload.lower().split())
