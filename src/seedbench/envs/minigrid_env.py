@@ -351,12 +351,15 @@ class MiniGridTextEnv(TextEnv):
             task_seed = int(self.np_random.integers(2**31))
         self._load(split, task_seed)
         self._split, self._won = split, False
+        self._commands: list[str] = []  # the valid commands of this episode (the bot plan's bookkeeping)
+        self._bot_cache: tuple[int, list[str] | None] = (0, None)
         self._task_id = f"{self._env_name(split)}-{split}-{task_seed}"
         return self._observation(), self._info()
 
     def _apply_action(self, command: str, valid: bool):
         if not valid:
             return self._observation(), 0.0, False, False
+        self._commands.append(command)
         _, reward, terminated, _, _ = self.env.step(ACTIONS.index(command))
         self._won = bool(terminated and reward > 0)
         return self._observation(), float(reward), bool(terminated), True
@@ -368,9 +371,17 @@ class MiniGridTextEnv(TextEnv):
         breadth-first `plan_to_goal`. None when the expert does not finish the task."""
         if not self._task_id:
             raise RuntimeError("expert_plan() called before reset()")
-        if hasattr(self.env, "instrs"):
-            return self._bot_plan()
-        return plan_to_goal(self.env)
+        if not hasattr(self.env, "instrs"):
+            return plan_to_goal(self.env)
+        # The bot explores what it has not seen, so a bot started afresh at every step may wander back
+        # and forth; a plan computed once is followed while the episode keeps to it.
+        start, plan = self._bot_cache
+        done = self._commands[start:]
+        if plan is None or done != plan[:len(done)]:
+            start, plan = len(self._commands), self._bot_plan()
+            self._bot_cache = (start, plan)
+            done = []
+        return None if plan is None else plan[len(done):]
 
     def _bot_plan(self) -> list[str] | None:
         from minigrid.utils.baby_ai_bot import BabyAIBot
