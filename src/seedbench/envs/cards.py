@@ -246,7 +246,6 @@ class _CardsEnv(TextEnv):
         self.treat_face_cards_as_10 = bool(treat_face_cards_as_10)
         self.numbers = tuple(str(n) for n in range(1, 11 if self.treat_face_cards_as_10 else 14))
         self.actions = self.numbers + self.operators + ("=",)
-        self.max_steps = self.max_formula_length + 2
         self.cards: list[str] = []
         self.values: list[int] = []
         self.formula: list[str] = []
@@ -412,6 +411,7 @@ class EZPointsEnv(_CardsEnv):
     target_points = 12
     operators = ("+", "*")
     max_formula_length = 5
+    max_steps = 7  # max_formula_length + 2: gym-cards' length rule is the step cap (module docstring)
 
     def _draw_deal(self, rng):
         """gym-cards' EZPoints deal: a first card 2-K, then the card that makes 12 with it by ``*`` (with
@@ -441,6 +441,7 @@ class Points24Env(_CardsEnv):
     target_points = 24
     operators = ("+", "-", "*", "/", "(", ")")
     max_formula_length = 20
+    max_steps = 22  # max_formula_length + 2
 
     def __init__(self, treat_face_cards_as_10: bool = True, solvable_only: bool = True, projection: str = "reference",
                  render_mode: str | None = None):
