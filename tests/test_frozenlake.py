@@ -3,7 +3,6 @@ BFS expert against a random agent, `seedbench check-env`, and one tiny GRPO iter
 
 from __future__ import annotations
 
-import numpy as np
 import pytest
 
 from seedbench.envs.checks import run_checks
@@ -61,7 +60,8 @@ def test_frames_are_drawn_per_state():
     assert tuple(centre) == (220, 30, 30)  # the player's disc in the top-left tile
     assert tuple(frame[tile // 2, 3 * tile + tile // 2]) == (20, 40, 90)  # the hole at (0, 3)
     moved = play(env, ["right"])[-1][4]["image"]
-    assert tuple(moved[tile // 2, tile // 2]) != (220, 30, 30) and tuple(moved[tile // 2, tile + tile // 2]) == (220, 30, 30)
+    assert tuple(moved[tile // 2, tile // 2]) != (220, 30, 30)
+    assert tuple(moved[tile // 2, tile + tile // 2]) == (220, 30, 30)
     assert_frames_deterministic(env, "test")
     large = FrozenLakeEnv()
     assert_frame(large, large.reset(seed=0, options={"split": "test_large"})[1])
@@ -111,7 +111,8 @@ def test_one_grpo_iteration_on_the_tiny_model(tmp_path):
     from seedbench.training.trainer import train
 
     config = build_config(overrides={
-        "env": "frozenlake", "agent": "grpo", "model": {"name": "tiny"}, "iterations": 1, "output": str(tmp_path / "run"),
+        "env": "frozenlake", "agent": "grpo", "model": {"name": "tiny"}, "iterations": 1,
+        "output": str(tmp_path / "run"),
         "rollout": {"max_new_tokens": 4, "tasks_per_batch": 2, "group_size": 2, "max_steps": 3},
         "eval": {"num_tasks": 2}})
     run_dir = train(config)

@@ -7,7 +7,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-pytest.importorskip("minigrid", reason="the grid-world envs need the [minigrid] extra: pip install 'seedbench[minigrid]'")
+pytest.importorskip("minigrid",
+                    reason="the grid-world envs need the [minigrid] extra: pip install 'seedbench[minigrid]'")
 
 import gymnasium as gym  # noqa: E402
 

@@ -18,7 +18,8 @@ Action grammar
     ``13`` for Points24 with ``treat_face_cards_as_10=False``), the operators (``+ *`` for EZPoints,
     ``+ - * / ( )`` for Points24) and ``=`` (submit). Numbers stand for card values: A = 1, J, Q and K
     count as 10 (gym-cards' rule; Points24 can keep them as 11-13). A number is valid while the hand holds
-    a card of that value not yet used; operators and ``=`` are always valid.
+    a card of that value not yet used; operators and ``=`` are always valid. ``info["admissible_actions"]``
+    lists the tokens valid now (the values of the unused cards, the operators, ``=``).
 Observation
     Text: the cards (rank, suit and value), the formula so far (tokens joined without spaces, as RL4VLM's
     prompt shows it) and the target. Image: ``info["image"]``, a 300x300 uint8 RGB frame (gym-cards'
@@ -45,7 +46,7 @@ Data source
 
 Deviations from gym-cards (docs/method.md §9): the deal comes from the env's seeded generator, not the
 global ``random`` module; Points24 deals only solvable hands by default (gym-cards deals any four cards,
-about a fifth of which have no solution; ``solvable_only=False`` restores that); text that is not an
+26.9 % of which have no solution; ``solvable_only=False`` restores that); text that is not an
 action is an invalid step here (RL4VLM's projection plays a random action instead); a power whose
 exponent exceeds 1000 (which gym-cards' ``eval`` would compute for minutes) counts as a wrong formula.
 """
@@ -251,13 +252,14 @@ class _CardsEnv(TextEnv):
         self.formula: list[str] = []
         self.used: list[int] = []
         self._split, self._task_id, self._won = self.splits[0], "", False
+        faces = "J, Q and K count as 10" if self.treat_face_cards_as_10 else "J is 11, Q 12, K 13"
+        target = self.target_points
         self.instruction = (
-            f"You are playing a card game. Build a formula that equals {self.target_points} using the value of "
-            f"every card exactly once. A is 1{', and J, Q and K count as 10' if self.treat_face_cards_as_10 else ', J 11, Q 12, K 13'}. "
-            "Each action appends one token to the formula: a card value, an operator "
-            f"({' '.join(self.operators)}), or = to submit the formula. A submitted formula that equals "
-            f"{self.target_points} wins 10 points; a wrong one, or a number you do not hold, costs 1 point. "
-            f"Answer with exactly one token in the form <action>TOKEN</action>, for example <action>{self.numbers[1]}</action>.")
+            f"You are playing a card game. Build a formula that equals {target} using the value of every card "
+            f"exactly once. A is 1; {faces}. Each action appends one token to the formula: a card value, an "
+            f"operator ({' '.join(self.operators)}), or = to submit the formula. A submitted formula that equals "
+            f"{target} wins 10 points; a wrong one, or a number you do not hold, costs 1 point. Answer with "
+            f"exactly one token in the form <action>TOKEN</action>, for example <action>{self.numbers[1]}</action>.")
 
     # -- text protocol --------------------------------------------------------------------------------
 

@@ -210,12 +210,14 @@ class FrozenLakeEnv(TextEnv):
             desc = [str(row) for row in options["desc"]]
             if not desc or len({len(r) for r in desc}) != 1 or set("".join(desc)) - set("SFHG") or desc[0][0] != "S":
                 raise ValueError("options['desc'] must be equal-length rows of S, F, H, G with S at the top-left")
-            map_seed, task_id = zlib.crc32("\n".join(desc).encode()), f"frozenlake-map-{zlib.crc32(chr(10).join(desc).encode()):08x}"
+            map_seed = zlib.crc32("\n".join(desc).encode())
+            task_id = f"frozenlake-map-{map_seed:08x}"
         else:
             if "task_id" in options:
                 match = _TASK_ID_RE.match(str(options["task_id"]))
                 if match is None:
-                    raise ValueError(f"bad FrozenLake task_id {options['task_id']!r}; expected 'frozenlake-<split>-<seed>'")
+                    raise ValueError(f"bad FrozenLake task_id {options['task_id']!r}; "
+                                     "expected 'frozenlake-<split>-<seed>'")
                 split, map_seed = self._check_split(match["split"]), int(match["seed"])
             elif seed is not None:
                 map_seed = int(seed)

@@ -167,9 +167,9 @@ def full_grid_text(env) -> str:
         rows.append(" ".join(cells))
     carrying = describe_object(env.carrying) if env.carrying else "nothing"
     return (f"Mission: {env.mission}\n" + "\n".join(rows) +
-            f"\nYou are the arrows ({HEADINGS[env.agent_dir]}-facing), carrying {carrying}. Cells: first letter W wall, "
-            "D door, L locked door, __ open door, K key, A ball, B box, G goal, V lava, .. empty; second letter the "
-            "colour. North is up.")
+            f"\nYou are the arrows ({HEADINGS[env.agent_dir]}-facing), carrying {carrying}. "
+            "Cells: first letter W wall, D door, L locked door, __ open door, K key, A ball, B box, G goal, "
+            "V lava, .. empty; second letter the colour. North is up.")
 
 
 def plan_to_goal(env, max_states: int = 200_000) -> list[str] | None:
@@ -227,8 +227,9 @@ class MiniGridTextEnv(TextEnv):
     seed_rule = ("reset(seed=k, options={'split': s}) resets MiniGrid with seeds drawn from (k, s) until the layout's "
                  "hash picks split s (train/test); test_large plays large_env_id")
 
-    def __init__(self, env_id: str = "MiniGrid-Empty-Random-5x5-v0", large_env_id: str | None = "MiniGrid-Empty-Random-6x6-v0",
-                 env_kwargs: dict | None = None, large_env_kwargs: dict | None = None, max_steps: int | None = None,
+    def __init__(self, env_id: str = "MiniGrid-Empty-Random-5x5-v0",
+                 large_env_id: str | None = "MiniGrid-Empty-Random-6x6-v0", env_kwargs: dict | None = None,
+                 large_env_kwargs: dict | None = None, max_steps: int | None = None,
                  text_view: str = "egocentric", image_view: str = "agent", projection: str = "reference",
                  render_mode: str | None = None):
         super().__init__(render_mode=render_mode)
