@@ -121,3 +121,21 @@ def test_one_grpo_iteration_on_the_tiny_model(tmp_path):
     episodes = [e for e in read_jsonl(tmp_path / "run" / "episodes.jsonl") if e["phase"] != "eval/test"]
     assert len(episodes) == 4 and all(e["task_id"].startswith("frozenlake-train-") for e in episodes)
     assert run_dir is not None
+
+
+def test_speed_benchmark_script_measures_frames_and_success(tmp_path):
+    import importlib.util
+    import json
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "benchmarks" / "grid_and_cards_speed.py"
+    spec = importlib.util.spec_from_file_location("grid_and_cards_speed", path)
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    out = tmp_path / "speed.json"
+    assert bench.main(["--envs", "frozenlake", "ezpoints", "--tasks", "3", "--steps", "10", "--out", str(out)]) == 0
+    results = {r["env"]: r for r in json.loads(out.read_text())["results"]}
+    assert results["frozenlake"]["frame_shape"] == [192, 192, 3] and results["ezpoints"]["frame_shape"] == [300, 300, 3]
+    assert results["frozenlake"]["expert_success"] == 1.0 and results["frozenlake"]["expert_success_test_large"] == 1.0
+    assert results["ezpoints"]["expert_success"] == 1.0 and results["ezpoints"]["expert_steps"] == 4.0  # a, op, b, =
+    assert all(r["reset_ms"] > 0 and r["step_ms"] > 0 and r["frame_ms"] > 0 for r in results.values())
