@@ -31,4 +31,21 @@ CATALOGUE: list[EnvEntry] = [
         requires="alfworld",
         data_generator="seedbench.envs.alfworld.data:main",
     ),
+    EnvEntry(
+        alias="webshop",
+        env_id="seedbench/WebShop-v0",
+        entry_point="seedbench.envs.webshop.env:WebShopEnv",
+        description="WebShop text shopping: original pages, BM25 search and reward; generated 1,000-product catalogue "
+                    "or official data (needs the [webshop] extra)",
+        requires="webshop",
+        data_generator="seedbench.envs.webshop.catalogue:main",
+    ),
+    EnvEntry(
+        alias="webshop-score",
+        env_id="seedbench/WebShop-Score-v0",
+        entry_point="seedbench.envs.webshop.env:WebShopEnv",
+        description="WebShop with the purchase score in [0, 1] as reward instead of 10 for a perfect purchase",
+        kwargs={"reward": "score"},
+        requires="webshop",
+    ),
 ]
