@@ -17,6 +17,8 @@ attributes below, which the prompt builder reads.
 - ``split``: the data split the task came from (``train``, ``valid_seen``, ``valid_unseen``, ``test``).
 - ``action_valid`` (after ``step`` only): whether the model's text parsed into a valid command; the
   trainer subtracts ``invalid_action_penalty`` from invalid steps and logs the invalid-action rate.
+- ``score`` (optional): a task score in [0, 1] beside the binary ``won`` (WebShop's purchase score);
+  evaluation records its mean over the episodes as ``score`` (``eval/<split>/score``).
 
 Task selection is deterministic: ``reset(seed=s, options={"split": name})`` always picks the same task
 for the same (split, seed), and different seeds reach different tasks; ``options={"task_id": ...}``

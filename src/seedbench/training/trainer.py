@@ -322,8 +322,9 @@ class Trainer:
         final = {}
         for record in evals:
             if record.get("iteration") == self.counters["iteration"]:
-                for key in ("success_micro", "success_macro"):
-                    final[f"eval/{record['split']}/{key}"] = record[key]
+                for key in ("success_micro", "success_macro", "score"):
+                    if key in record:
+                        final[f"eval/{record['split']}/{key}"] = record[key]
         eval_ids = {}
         for record in evals:
             eval_ids.setdefault(record["split"], record.get("task_ids"))
