@@ -42,15 +42,21 @@ class SearchIndex:
         tokens = self._tokenizer.tokenize([document_text(p) for p in products], show_progress=False)
         self._bm25 = bm25s.BM25(k1=0.9, b=0.4, method="lucene")
         self._bm25.index(tokens, show_progress=False)
+        self._stopwords = frozenset(self._tokenizer.stopwords)
 
     def search(self, query: str, k: int = SEARCH_RETURN_N) -> list[dict]:
-        """The top `k` products for `query` (free text), best first; only positive scores."""
-        ids = self._tokenizer.tokenize([query.lower()], update_vocab=False, show_progress=False)
-        if not ids or not ids[0]:
+        """The top `k` products for `query` (free text), best first, ties in catalogue order (as Lucene
+        breaks them by document id); only positive scores. The query is split and filtered by the index's
+        own tokenizer rules; words the catalogue never uses are dropped, repeated words count repeatedly."""
+        import numpy as np
+
+        words = [w for w in self._tokenizer.splitter(query.lower()) if w not in self._stopwords]
+        ids = [self._tokenizer.word_to_id[w] for w in words if w in self._tokenizer.word_to_id]
+        if not ids:
             return []
-        k = min(k, len(self.products))
-        docs, scores = self._bm25.retrieve(ids, k=k, show_progress=False, n_threads=1)
-        return [self.products[int(d)] for d, s in zip(docs[0], scores[0]) if s > 0]
+        scores = self._bm25.get_scores(ids)
+        top = np.argsort(-scores, kind="stable")[:k]
+        return [self.products[int(i)] for i in top if scores[i] > 0]
 
     def top_products(self, keywords: list[str], rng: Any) -> list[dict]:
         """The original's `get_top_n_product_from_keywords`: special first keywords, else BM25."""
