@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+from pathlib import Path
 
 import pytest
 
@@ -259,3 +260,18 @@ def test_runs_in_the_worker_pool(small):
         steps = pool.step_many([(0, act("search[black]")), (1, act("click[nowhere]"))])
     assert steps[0] == local.step(act("search[black]"))
     assert steps[1][4]["action_valid"] is False
+
+
+def test_protocol_card_matches_the_default_catalogue():
+    import yaml
+
+    from seedbench.provenance import task_list_hash
+
+    card = yaml.safe_load((Path(__file__).resolve().parent.parent / "configs" / "webshop_protocol.yaml").read_text())
+    env = WebShopEnv()
+    assert card["data"]["data_checksum"] == env.provenance()["manifest_checksum"]
+    assert card["data"]["product_files_sha256"] == env.shop.catalogue.files
+    assert card["splits"]["train"] == [1500, len(env.shop.goals)]
+    ids = [f"goal-{k}" for k in range(card["tasks"]["num_tasks"])]
+    assert ids == [env.reset(seed=k, options={"split": "test"})[1]["task_id"] for k in range(128)]
+    assert card["tasks"]["task_list_hash"] == task_list_hash(ids, card["data"]["data_checksum"])
