@@ -295,7 +295,8 @@ class Trainer:
                 self.run_dir.log("episodes.jsonl", episode_record(traj, iteration, f"eval/{split}", float(traj.won)))
             results[split] = record
             print(f"seedbench: eval {split} @ iteration {iteration}: "
-                  f"success micro={record['success_micro']:.3f} macro={record['success_macro']:.3f}", flush=True)
+                  f"success micro={record['success_micro']:.3f} macro={record['success_macro']:.3f}"
+                  + (f" score={record['score']:.3f}" if "score" in record else ""), flush=True)
         return results
 
     # -- checkpoints and summary ------------------------------------------------------------------
