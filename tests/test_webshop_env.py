@@ -275,3 +275,23 @@ def test_protocol_card_matches_the_default_catalogue():
     ids = [f"goal-{k}" for k in range(card["tasks"]["num_tasks"])]
     assert ids == [env.reset(seed=k, options={"split": "test"})[1]["task_id"] for k in range(128)]
     assert card["tasks"]["task_list_hash"] == task_list_hash(ids, card["data"]["data_checksum"])
+
+
+def test_data_command_generates_the_catalogue(tmp_path, capsys):
+    from seedbench.envs.data_command import main
+
+    assert main(["webshop", "--products", "30", "--seed", "2", "--out", str(tmp_path)]) == 0
+    manifest = json.loads((tmp_path / cat.MANIFEST).read_text())
+    assert manifest["num_products"] == 30 and manifest["seed"] == 2
+    assert f"checksum {manifest['checksum']}" in capsys.readouterr().out
+
+
+def test_prompt_lists_the_admissible_actions(small):
+    from seedbench.rollout.prompting import build_user_content
+
+    env = WebShopEnv(data=small)
+    env.reset(seed=0, options={"split": "test"})
+    obs, *_, info = env.step(act(env.expert_plan()[0]))
+    content = build_user_content(task=info["task"], observation=obs, step=1, history=[], history_length=2,
+                                 admissible_actions=info["admissible_actions"], instruction=env.instruction)
+    assert "'click[back to search]', 'click[next >]'" in content and "WebShop e-commerce" in content
