@@ -118,7 +118,8 @@ def make_product(rng: random.Random, used_asins: set[str], used_instructions: se
     low = round(rng.uniform(2.0, 150.0), 2)
     pricing = f"${low:.2f}" if rng.random() < 0.75 else f"${low:.2f} - ${low * rng.uniform(1.1, 1.6):.2f}"
     options = _options(rng, ptype.options)
-    bullets = [f"{a.upper()}: this {ptype.name} is {a}, as the {category.name} shoppers asked for." for a in attributes[1:]]
+    bullets = [f"{a.upper()}: this {ptype.name} is {a}, as the {category.name} shoppers asked for."
+               for a in attributes[1:]]
     bullets.append(f"WHAT YOU GET: one {brand} {ptype.name} and our friendly customer service.")
     description = " ".join([f"The {brand} {ptype.name} is {material}."] + rng.sample(DESCRIPTION_SENTENCES, 2))
     instruction, instruction_attributes = _instruction(rng, ptype.name, attributes, used_instructions)

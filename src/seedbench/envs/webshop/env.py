@@ -224,7 +224,8 @@ class WebShopEnv(TextEnv):
         values = self.shop.by_asin[target]["options"]
         wanted = goal["goal_options"] if isinstance(goal["goal_options"], dict) else {
             name: value for value in goal["goal_options"] for name, vs in values.items() if value in vs}
-        return [f"click[{v}]" for name, v in wanted.items() if session.options.get(name) != v] + [f"click[{END_BUTTON}]"]
+        missing = [f"click[{v}]" for name, v in wanted.items() if session.options.get(name) != v]
+        return missing + [f"click[{END_BUTTON}]"]
 
     # -- extras ------------------------------------------------------------------------------------
 

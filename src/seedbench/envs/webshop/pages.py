@@ -151,7 +151,8 @@ def _done_texts(session: Session) -> list[Any]:
     fields the text env never passes shown as ``None``."""
     purchase = session.purchase or {}
     return ["Thank you for shopping with us!", "Your code:", "None", "(Paste it in your MTurk interface.)",
-            "Purchased", "asin", purchase.get("asin"), "options", json.dumps(purchase.get("options", {}), sort_keys=True),
+            "Purchased", "asin", purchase.get("asin"),
+            "options", json.dumps(purchase.get("options", {}), sort_keys=True),
             "attrs", "None", "category", "None", "query", "None", "product category", "None",
             "Target", "asin", "options", "attrs", "price upper", "instuction text", "category", "product category",
             "query", "Goal", "None", "Reward", "Your score (min 0.0, max 1.0)", str(purchase.get("reward")),

@@ -75,7 +75,8 @@ class RewardRules:
                    "empty_attributes": ("raise", "allow")}
         for name, allowed in choices.items():
             if getattr(self, name) not in allowed:
-                raise ValueError(f"reward rule {name}: unknown {getattr(self, name)!r}; choose one of {', '.join(allowed)}")
+                raise ValueError(f"reward rule {name}: unknown {getattr(self, name)!r}; "
+                                 f"choose one of {', '.join(allowed)}")
 
 
 def fuzzy_scorer(kind: str = "thefuzz") -> Callable[[Any, Any], float]:

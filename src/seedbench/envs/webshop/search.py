@@ -36,7 +36,8 @@ class SearchIndex:
         try:
             import bm25s
         except ImportError as exc:
-            raise ImportError("WebShop search needs bm25s: pip install 'seedbench[webshop]' (or pip install bm25s)") from exc
+            raise ImportError("WebShop search needs bm25s: pip install 'seedbench[webshop]' "
+                              "(or pip install bm25s)") from exc
         self.products = products
         self._tokenizer = bm25s.tokenization.Tokenizer(stopwords="en", stemmer=None)
         tokens = self._tokenizer.tokenize([document_text(p) for p in products], show_progress=False)
