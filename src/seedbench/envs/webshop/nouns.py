@@ -51,6 +51,13 @@ def heuristic_nouns(text: str) -> list[str]:
 
 @lru_cache(maxsize=4)
 def _spacy_model(name: str):
+    import importlib.util
+    import os
+
+    missing = OSError(f"nouns='spacy' needs the spaCy model {name!r}, which is not installed: pip install spacy && "
+                      f"python -m spacy download {name} (or use the default nouns='heuristic')")
+    if not os.path.exists(name) and importlib.util.find_spec(name) is None:
+        raise missing  # before importing spaCy (seconds) for nothing
     try:
         import spacy
     except ImportError as exc:
@@ -59,8 +66,7 @@ def _spacy_model(name: str):
     try:
         return spacy.load(name)
     except OSError as exc:
-        raise OSError(f"nouns='spacy' needs the spaCy model {name!r}, which is not installed: python -m spacy "
-                      f"download {name} (or use the default nouns='heuristic')") from exc
+        raise missing from exc
 
 
 def spacy_nouns(text: str, model: str = "en_core_web_sm") -> list[str]:
