@@ -56,7 +56,11 @@ def _spacy_model(name: str):
 
     missing = OSError(f"nouns='spacy' needs the spaCy model {name!r}, which is not installed: pip install spacy && "
                       f"python -m spacy download {name} (or use the default nouns='heuristic')")
-    if not os.path.exists(name) and importlib.util.find_spec(name) is None:
+    try:
+        installed = os.path.exists(name) or importlib.util.find_spec(name) is not None
+    except (ImportError, ValueError):  # a dotted name whose parent is not a package
+        installed = False
+    if not installed:
         raise missing  # before importing spaCy (seconds) for nothing
     try:
         import spacy
