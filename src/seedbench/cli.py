@@ -93,7 +93,7 @@ def cmd_eval(args) -> int:
     for record in result["records"]:
         print(f"seedbench: {args.agent} on {args.env or 'its env'} ({record['split']}, {record['num_tasks']} tasks, "
               f"iteration {record['iteration']}): success micro={record['success_micro']:.3f} "
-              f"macro={record['success_macro']:.3f}")
+              f"macro={record['success_macro']:.3f}" + (f" score={record['score']:.3f}" if "score" in record else ""))
         for task_type, rate in record["per_type"].items():
             print(f"  {task_type}: {rate:.3f} ({record['per_type_counts'][task_type]} tasks)")
     if args.records:

@@ -135,5 +135,20 @@ CATALOGUE: list[EnvEntry] = [
         description="BabyAI GoToObj in a 6x6 room (GoToObjS6; test_large: the 8x8 GoToObj); BabyAIBot expert",
         kwargs={"env_id": "BabyAI-GoToObjS6-v1", "large_env_id": "BabyAI-GoToObj-v0"},
         requires="minigrid",
+        alias="webshop",
+        env_id="seedbench/WebShop-v0",
+        entry_point="seedbench.envs.webshop.env:WebShopEnv",
+        description="WebShop text shopping: original pages, BM25 search and reward; generated 1,000-product catalogue "
+                    "or official data (needs the [webshop] extra)",
+        requires="webshop",
+        data_generator="seedbench.envs.webshop.catalogue:main",
+    ),
+    EnvEntry(
+        alias="webshop-score",
+        env_id="seedbench/WebShop-Score-v0",
+        entry_point="seedbench.envs.webshop.env:WebShopEnv",
+        description="WebShop with the purchase score in [0, 1] as reward instead of 10 for a perfect purchase",
+        kwargs={"reward": "score"},
+        requires="webshop",
     ),
 ]

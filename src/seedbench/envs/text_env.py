@@ -23,6 +23,8 @@ attributes below, which the prompt builder reads.
   `Text`; a vision-language policy puts the frame into its prompt. The rollout keeps the frame each
   prompt showed (`StepSample.image`) and the run directory stores it once as ``frames/<id>.png``
   (`seedbench.frames`). Text-only envs (``image_shape = None``) carry no ``image`` key.
+- ``score`` (optional): a task score in [0, 1] beside the binary ``won`` (WebShop's purchase score);
+  evaluation records its mean over the episodes as ``score`` (``eval/<split>/score``).
 
 Task selection is deterministic: ``reset(seed=s, options={"split": name})`` always picks the same task
 for the same (split, seed), and different seeds reach different tasks; ``options={"task_id": ...}``

@@ -182,7 +182,7 @@ def result_rows(run: Run) -> Iterator[tuple]:
     for record in run.evals:
         budget = _budget(record)
         split = record.get("split", "eval")
-        for key in ("success_micro", "success_macro"):
+        for key in ("success_micro", "success_macro", "score"):
             if isinstance(record.get(key), (int, float)):
                 yield (*ident, *budget, f"eval/{split}/{key}", float(record[key]))
         for task_type, value in sorted((record.get("per_type") or {}).items()):

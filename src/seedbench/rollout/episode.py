@@ -20,7 +20,7 @@ from typing import Any, Callable
 from seedbench.engines.base import Generation
 from seedbench.envs.batch import EnvBatch, StepResult
 from seedbench.rollout.prompting import HistoryItem, build_user_content, render_prompt
-from seedbench.rollout.types import StepSample, TaskRef, Trajectory
+from seedbench.rollout.types import StepSample, TaskRef, Trajectory, task_score
 
 INVALID_ACTION_HISTORY_CHARS = 200
 """An invalid step has no action to show in later prompts, so the history shows the end of the model's raw
@@ -96,6 +96,7 @@ class Episode:
         self.history.append(HistoryItem(self.observation, shown))
         traj.env_return += float(reward)
         traj.won = bool(info.get("won", False))
+        traj.score = task_score(info, traj.score)
         self.observation, self.info = obs, info
         if terminated or truncated or self.step == self.rules.max_steps - 1:
             traj.done = True

@@ -50,6 +50,7 @@ class Trajectory:
     steps: list[StepSample] = field(default_factory=list)
     env_return: float = 0.0
     won: bool = False
+    score: float | None = None  # the env's task score in [0, 1] (``info["score"]``, e.g. WebShop), if it gives one
     done: bool = False
     truncated: bool = False
     dropped: bool = False  # the env process died mid-episode; excluded from training and counted
@@ -66,3 +67,10 @@ class RolloutStats:
     generation_time_s: float = 0.0
     generated_tokens: int = 0
     env_steps: int = 0
+
+
+def task_score(info: dict, previous: float | None = None) -> float | None:
+    """The optional ``info["score"]`` (a task score in [0, 1], e.g. WebShop's purchase score) as a float;
+    `previous` when the env gives none. Evaluation reports its mean as ``eval/<split>/score``."""
+    score = info.get("score")
+    return float(score) if isinstance(score, (int, float)) and not isinstance(score, bool) else previous

@@ -23,7 +23,7 @@ import numpy as np
 from seedbench.config import (ConfigError, RunConfig, episode_limits, get_dotted, set_dotted, update_dataclass,
                               validate_config)
 from seedbench.provenance import env_provenance, task_list_hash
-from seedbench.rollout.types import TaskRef, Trajectory
+from seedbench.rollout.types import TaskRef, Trajectory, task_score
 
 EVAL_FLAGS = {"env": "env", "episodes": "eval.num_tasks", "split": "eval.splits", "seed": "seed",
               "temperature": "eval.temperature", "max_new_tokens": "eval.max_new_tokens", "engine": "engine"}
@@ -64,6 +64,9 @@ def eval_record(counters: dict[str, int], split: str, temperature: float, trajec
         "split": split, "num_tasks": len(trajectories), "temperature": temperature,
         "task_ids": [t.task_id for t in trajectories], **success_table([t for t in trajectories if not t.dropped]),
     }
+    scored = [t for t in trajectories if not t.dropped]
+    if any(t.score is not None for t in scored):  # envs with a task score (WebShop): its mean, unscored = 0
+        record["score"] = float(np.mean([t.score or 0.0 for t in scored]))
     record["task_list_hash"] = task_list_hash(record["task_ids"], env_provenance(env)["manifest_checksum"])
     return record
 
@@ -270,6 +273,7 @@ def _text_agent_episode(env: Any, task: TaskRef, choose, max_steps: int) -> Traj
         obs, reward, terminated, truncated, info = env.step(f"<think>scripted</think><action>{command}</action>")
         traj.env_return += float(reward)
         traj.won = bool(info.get("won", False))
+        traj.score = task_score(info, traj.score)
         if terminated or truncated:
             break
     return traj

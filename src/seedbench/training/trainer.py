@@ -297,7 +297,8 @@ class Trainer:
                 self.run_dir.log("episodes.jsonl", episode)
             results[split] = record
             print(f"seedbench: eval {split} @ iteration {iteration}: "
-                  f"success micro={record['success_micro']:.3f} macro={record['success_macro']:.3f}", flush=True)
+                  f"success micro={record['success_micro']:.3f} macro={record['success_macro']:.3f}"
+                  + (f" score={record['score']:.3f}" if "score" in record else ""), flush=True)
         return results
 
     # -- checkpoints and summary ------------------------------------------------------------------
@@ -324,8 +325,9 @@ class Trainer:
         final = {}
         for record in evals:
             if record.get("iteration") == self.counters["iteration"]:
-                for key in ("success_micro", "success_macro"):
-                    final[f"eval/{record['split']}/{key}"] = record[key]
+                for key in ("success_micro", "success_macro", "score"):
+                    if key in record:
+                        final[f"eval/{record['split']}/{key}"] = record[key]
         eval_ids = {}
         for record in evals:
             eval_ids.setdefault(record["split"], record.get("task_ids"))
