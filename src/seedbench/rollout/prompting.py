@@ -7,7 +7,7 @@ Layout of the user message (one line per part, in this order):
 3. the step counter and the last `history_length` (observation, action) pairs;
 4. the current observation;
 5. the admissible actions, when the env lists them;
-6. the format instruction ``<think>…</think><action>…</action>``.
+6. the format instruction ``<think>…</think><action>…</action>`` (or the env's own ``format_instruction``).
 
 It is rendered through the model's chat template (`render_prompt`), so the same builder serves any HF
 chat model. The wording follows verl-agent's ALFWorld template, which the SEED reference code uses.
@@ -44,6 +44,7 @@ def build_user_content(
     history_length: int,
     admissible_actions: Sequence[str] | None = None,
     instruction: str = "",
+    format_instruction: str | None = None,
 ) -> str:
     """The user message for env step `step` (0-based). `history` holds all past steps; only the last
     `history_length` are shown."""
@@ -65,7 +66,7 @@ def build_user_content(
     if admissible_actions:
         joined = ", ".join(f"'{a}'" for a in admissible_actions)
         lines.append(f"Your admissible actions of the current situation are: [{joined}].")
-    lines.append(FORMAT_INSTRUCTION)
+    lines.append(format_instruction or FORMAT_INSTRUCTION)
     return "\n".join(lines)
 
 
