@@ -6,7 +6,8 @@ Description
     ``<information>…</information>``) or answers (``<answer>…</answer>``: the episode ends and is scored
     by exact match after Search-R1's answer normalisation). Up to ``max_turns`` turns (4, the SEED
     paper's protocol; Search-R1's scripts use 2-10), then, as in Search-R1, one more turn with search
-    disabled (``final_answer_turn``).
+    disabled (``final_answer_turn``). ``max_turns=0`` with the final turn is the closed-book (no-search)
+    setting: one turn, search disabled.
 Task text
     The question itself (``info["task"]``); the observation after reset is ``Question: …``.
 Action grammar
@@ -103,8 +104,9 @@ class SearchQAEnv(TextEnv):
         if retriever == "http" and not retriever_url:
             raise ValueError("retriever='http' needs retriever_url, e.g. http://127.0.0.1:8000/retrieve "
                              "(start one with `seedbench serve-retriever`)")
-        if max_turns < 1 or topk < 1:
-            raise ValueError(f"max_turns and topk must be >= 1, got {max_turns} and {topk}")
+        if topk < 1 or max_turns < 0 or max_turns + int(final_answer_turn) < 1:
+            raise ValueError(f"topk must be >= 1 and max_turns >= 1 (>= 0 with final_answer_turn: closed book), "
+                             f"got topk={topk}, max_turns={max_turns}")
         self.max_turns, self.final_answer_turn, self.topk = int(max_turns), bool(final_answer_turn), int(topk)
         self.max_steps = self.max_turns + int(self.final_answer_turn)
         self.retriever_url, self.retriever_timeout_s = retriever_url, float(retriever_timeout_s)

@@ -78,7 +78,8 @@ def questions_from_records(records: Iterable[dict], default_source: str) -> list
         if not text or not answers:
             raise ValueError(f"{default_source} record {number} lacks a question or answers: {sorted(record)}")
         source = str(record.get("data_source") or default_source)
-        qid = str(record.get("id", (record.get("extra_info") or {}).get("index", number)))
+        qid = record.get("id")
+        qid = str(qid if qid is not None else (record.get("extra_info") or {}).get("index", number))
         questions.append({"id": f"{source}-{qid}", "question": text, "golden_answers": answers, "kind": source,
                           "template": source, "gold": [], "gold_titles": []})
     return questions
