@@ -9,6 +9,7 @@ import pytest
 
 pytest.importorskip("bm25s", reason="Search-QA needs the [search] extra: pip install 'seedbench[search]'")
 
+from seedbench.agents.seed.agent import current_observation  # noqa: E402
 from seedbench.engines.base import env_stop  # noqa: E402
 from seedbench.envs.checks import main as check_env_main  # noqa: E402
 from seedbench.envs.search.data import load_dataset, main as data_main  # noqa: E402
@@ -115,6 +116,7 @@ def test_prompt_uses_the_env_format_instruction_hook():
     content = build_user_content(task="q?", observation="Question: q?", step=0, history=[], history_length=4,
                                  instruction=env.instruction, format_instruction=env.format_instruction)
     assert content.endswith(FORMAT_INSTRUCTION) and ACTION_FORMAT not in content
+    assert current_observation(content) == "Question: q?"  # SEED finds the observation's end by FORMAT_MARKER
     default = build_user_content(task="t", observation="o", step=0, history=[], history_length=1)
     assert default.endswith(ACTION_FORMAT)
 

@@ -69,7 +69,8 @@ class TextEnv(gym.Env):
     - ``instruction``: env-specific rules shown once in every prompt (action grammar, legend, ...).
     - ``format_instruction``: the prompt's closing line; ``None`` keeps the builder's ``<think>…</think>
       <action>…</action>`` line (`seedbench.rollout.prompting.FORMAT_INSTRUCTION`). An env whose grammar
-      is not an action tag (Search-QA's ``<search>``/``<answer>``) sets its own.
+      is not an action tag (Search-QA's ``<search>``/``<answer>``) sets its own, one line starting with
+      ``FORMAT_MARKER`` ("Now it's your turn"), where SEED finds the end of the observation.
     - ``stop_strings``: strings that end a generation; ``None`` keeps the engine's default (``</action>``),
       ``()`` generates to the end of turn.
     - ``worker_processes``: True for envs whose reset/step is slow enough (ALFWorld: ~1 s / ~50 ms) that

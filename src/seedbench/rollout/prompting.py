@@ -25,6 +25,9 @@ FORMAT_INSTRUCTION = (
     "your reasoning, you should choose an admissible action for current step and present it within "
     "<action> </action> tags."
 )
+FORMAT_MARKER = "Now it's your turn"
+"""How every closing format line starts, the default and an env's own ``format_instruction`` alike: SEED
+finds the end of the observation (`current_observation`) and the skill fallback position by it."""
 SKILL_HEADER = "Episode-Level Skill"
 SKILL_USAGE = "Use the following skill, learned from a previous attempt at this episode, to act in this episode:"
 
@@ -82,7 +85,7 @@ def insert_skill(user_content: str, skill: str) -> str:
     for index, line in enumerate(lines):
         if line.startswith(TASK_PREFIX):
             return "\n".join(lines[: index + 1] + [block] + lines[index + 1 :])
-    marker = user_content.rfind("Now it's your turn")
+    marker = user_content.rfind(FORMAT_MARKER)
     if marker >= 0:
         return user_content[:marker] + block + "\n" + user_content[marker:]
     return user_content + "\n" + block
