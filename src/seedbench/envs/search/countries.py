@@ -13,6 +13,8 @@ import zlib
 
 import numpy as np
 
+from seedbench.envs.search.questions import shuffled
+
 INSTALL_HINT = "the countryinfo question set needs countryinfo: pip install 'seedbench[search]' (or pip install countryinfo)"
 COMPARISONS = 150
 
@@ -70,4 +72,4 @@ def country_questions(countries: list[dict], seed: int = 0) -> dict[str, list[di
     splits: dict[str, list[dict]] = {"train": [], "test": []}
     for q in questions:
         splits["test" if zlib.crc32(q["id"].encode()) % 5 == 0 else "train"].append(q)
-    return splits
+    return shuffled(splits, rng)

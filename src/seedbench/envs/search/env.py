@@ -48,12 +48,13 @@ Data source
 
 from __future__ import annotations
 
+import importlib.util
 import threading
 
 from seedbench.envs.search.answers import (EXTRACTIONS, NORMALIZATIONS, RESPONSE_CUTS, check_option, command_text,
                                            cut_response, exact_match, extract_solution, parse_turn)
 from seedbench.envs.search.data import Dataset, load_dataset
-from seedbench.envs.search.retrieval import BM25Retriever, HttpRetriever, passages_to_string
+from seedbench.envs.search.retrieval import BM25_HINT, BM25Retriever, HttpRetriever, passages_to_string
 from seedbench.envs.text_env import TextEnv
 
 # Our wording of Search-R1's prompt (scripts/data_process/nq_search.py). It keeps the two details that
@@ -104,6 +105,8 @@ class SearchQAEnv(TextEnv):
         if retriever == "http" and not retriever_url:
             raise ValueError("retriever='http' needs retriever_url, e.g. http://127.0.0.1:8000/retrieve "
                              "(start one with `seedbench serve-retriever`)")
+        if retriever == "bm25" and importlib.util.find_spec("bm25s") is None:
+            raise ImportError(BM25_HINT)  # at make time, not at the first search of a run
         if topk < 1 or max_turns < 0 or max_turns + int(final_answer_turn) < 1:
             raise ValueError(f"topk must be >= 1 and max_turns >= 1 (>= 0 with final_answer_turn: closed book), "
                              f"got topk={topk}, max_turns={max_turns}")

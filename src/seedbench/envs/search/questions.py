@@ -131,4 +131,10 @@ def generate_questions(kb: KnowledgeBase, seed: int = 0) -> dict[str, list[dict]
                 splits[split].append({"id": qid, "question": text, "golden_answers": [answer], "kind": template.kind,
                                       "template": template.name, "gold": gold,
                                       "gold_titles": [kb.name(g) for g in gold]})
-    return splits
+    return shuffled(splits, rng)
+
+
+def shuffled(splits: dict[str, list[dict]], rng: np.random.Generator) -> dict[str, list[dict]]:
+    """Each split in a seeded random order: evaluation takes seeds 0..n-1, so its first n questions
+    must be a mix of templates, not the first template's."""
+    return {name: [questions[i] for i in rng.permutation(len(questions))] for name, questions in splits.items()}
