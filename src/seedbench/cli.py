@@ -139,6 +139,8 @@ DELEGATED = {
     "experiment": ("seedbench.training.experiment:main", "run an experiment spec (envs × agents × seeds)"),
     "report": ("seedbench.report:main", "build a report from runs or an experiment directory"),
     "leaderboard": ("seedbench.leaderboard:main", "submit | validate | build leaderboards"),
+    "serve-retriever": ("seedbench.envs.search.serve:main",
+                        "serve a bm25s index with Search-R1's POST /retrieve API (Search-QA)"),
 }
 """Subcommands with their own argparse parser; their arguments are passed through untouched."""
 

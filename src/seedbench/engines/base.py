@@ -29,6 +29,13 @@ class SamplingParams:
     stop: list[str] = field(default_factory=lambda: ["</action>"])
 
 
+def env_stop(env: Any) -> dict[str, list[str]]:
+    """``{"stop": [...]}`` when the env names its own stop strings (``TextEnv.stop_strings``, e.g. Search-QA's
+    ``</search>``, ``</answer>``), else ``{}`` (the default ``</action>``): ``SamplingParams(..., **env_stop(env))``."""
+    stop = getattr(env, "stop_strings", None)
+    return {} if stop is None else {"stop": list(stop)}
+
+
 class GenerationEngine(Protocol):
     name: str
 

@@ -150,5 +150,30 @@ CATALOGUE: list[EnvEntry] = [
         description="WebShop with the purchase score in [0, 1] as reward instead of 10 for a perfect purchase",
         kwargs={"reward": "score"},
         requires="webshop",
+        alias="search",
+        env_id="seedbench/SearchQA-v0",
+        entry_point="seedbench.envs.search.env:SearchQAEnv",
+        description="Search-R1 protocol: <search> a fictional-entity corpus (bm25s), <answer> scored by exact "
+                    "match; splits train/test/ood (needs the [search] extra)",
+        requires="search",
+        data_generator="seedbench.envs.search.data:main",
+    ),
+    EnvEntry(
+        alias="search-countries",
+        env_id="seedbench/SearchQA-Countries-v0",
+        entry_point="seedbench.envs.search.env:SearchQAEnv",
+        description="Search-QA on real facts from countryinfo (realism check; needs the [search] extra)",
+        kwargs={"dataset": "countryinfo"},
+        requires="search",
+        data_generator="seedbench.envs.search.data:main",
+    ),
+    EnvEntry(
+        alias="search-files",
+        env_id="seedbench/SearchQA-Files-v0",
+        entry_point="seedbench.envs.search.env:SearchQAEnv",
+        description="Search-QA on your Search-R1 question files and wiki-18 corpus (kwargs test_file, "
+                    "corpus_file, train_file; needs the [search] extra)",
+        kwargs={"dataset": "files"},
+        requires="search",
     ),
 ]

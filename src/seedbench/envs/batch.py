@@ -24,6 +24,15 @@ StepResult = tuple[str, float, bool, bool, dict]
 ResetRequest = tuple[int, "int | None", "dict | None"]
 """``(slot index, seed, options)`` for ``env.reset(seed=seed, options=options)``."""
 
+class EnvUnavailable(RuntimeError):
+    """Raised by an env's `step` when a service it depends on (a retrieval server, a web backend) is gone.
+
+    Not a bug in the env and not a reason to stop a run: the batch drops that slot's episode (`step_many`
+    returns ``None`` for it, the rollout marks the trajectory dropped and counts it) and the next reset
+    starts afresh. `EnvPool` already drops an episode whose env raises anything; `LocalEnvs` drops only
+    for this exception and lets every other one through (a real bug should stop the run)."""
+
+
 LOCAL_STEP_THREADS = 16
 """Most threads worth stepping in-process envs with: they share one interpreter (the GIL), so threads only
 help while an env waits (I/O, sleep, native code), and a handful already covers that."""
@@ -78,6 +87,7 @@ class LocalEnvs(EnvBatch):
 
     def __init__(self, make: Callable[[], Any], num: int):
         self.envs = [make() for _ in range(num)]
+        self.dropped_episodes = 0  # episodes lost to `EnvUnavailable`
 
     def __len__(self) -> int:
         return len(self.envs)
@@ -91,7 +101,14 @@ class LocalEnvs(EnvBatch):
         return [self.envs[index].reset(seed=seed, options=options) for index, seed, options in requests]
 
     def step_many(self, actions: list[tuple[int, str]]) -> list[StepResult | None]:
-        return [self.envs[index].step(text) for index, text in actions]
+        return [self._step(index, text) for index, text in actions]
+
+    def _step(self, index: int, text: str) -> StepResult | None:
+        try:
+            return self.envs[index].step(text)
+        except EnvUnavailable:
+            self.dropped_episodes += 1
+            return None
 
     def close(self) -> None:
         for env in self.envs:

@@ -75,6 +75,12 @@ class TextEnv(gym.Env):
     - ``splits``: the split names `reset(options={"split": ...})` accepts; the first is the train split.
     - ``eval_split``: the split evaluated by default.
     - ``instruction``: env-specific rules shown once in every prompt (action grammar, legend, ...).
+    - ``format_instruction``: the prompt's closing line; ``None`` keeps the builder's ``<think>…</think>
+      <action>…</action>`` line (`seedbench.rollout.prompting.FORMAT_INSTRUCTION`). An env whose grammar
+      is not an action tag (Search-QA's ``<search>``/``<answer>``) sets its own, one line starting with
+      ``FORMAT_MARKER`` ("Now it's your turn"), where SEED finds the end of the observation.
+    - ``stop_strings``: strings that end a generation; ``None`` keeps the engine's default (``</action>``),
+      ``()`` generates to the end of turn.
     - ``worker_processes``: True for envs whose reset/step is slow enough (ALFWorld: ~1 s / ~50 ms) that
       the trainer should, by default, run instances in worker processes rather than step them serially.
     - ``splits_disjoint``: False only for an env with too few tasks to split (TwoChoice has one task);
@@ -91,6 +97,8 @@ class TextEnv(gym.Env):
     splits: tuple[str, ...] = ("train", "test")
     eval_split: str = "test"
     instruction: str = ""
+    format_instruction: str | None = None
+    stop_strings: tuple[str, ...] | None = None
     worker_processes: bool = False
     splits_disjoint: bool = True
     image_shape: tuple[int, int] | None = None

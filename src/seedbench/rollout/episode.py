@@ -70,6 +70,7 @@ class Episode:
             task=self.trajectory.task_text, observation=self.observation, step=self.step, history=self.history,
             history_length=rules.history_length, admissible_actions=self.info.get("admissible_actions"),
             instruction=rules.env_spec.instruction,
+            format_instruction=getattr(rules.env_spec, "format_instruction", None),
         )
         if rules.transform_prompt is not None:
             self.content = rules.transform_prompt(self.trajectory, self.content)

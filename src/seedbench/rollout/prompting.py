@@ -7,7 +7,7 @@ Layout of the user message (one line per part, in this order):
 3. the step counter and the last `history_length` (observation, action) pairs;
 4. the current observation;
 5. the admissible actions, when the env lists them;
-6. the format instruction ``<think>…</think><action>…</action>``.
+6. the format instruction ``<think>…</think><action>…</action>`` (or the env's own ``format_instruction``).
 
 It is rendered through the model's chat template (`render_prompt`), so the same builder serves any HF
 chat model. The wording follows verl-agent's ALFWorld template, which the SEED reference code uses.
@@ -25,6 +25,9 @@ FORMAT_INSTRUCTION = (
     "your reasoning, you should choose an admissible action for current step and present it within "
     "<action> </action> tags."
 )
+FORMAT_MARKER = "Now it's your turn"
+"""How every closing format line starts, the default and an env's own ``format_instruction`` alike: SEED
+finds the end of the observation (`current_observation`) and the skill fallback position by it."""
 SKILL_HEADER = "Episode-Level Skill"
 SKILL_USAGE = "Use the following skill, learned from a previous attempt at this episode, to act in this episode:"
 
@@ -44,6 +47,7 @@ def build_user_content(
     history_length: int,
     admissible_actions: Sequence[str] | None = None,
     instruction: str = "",
+    format_instruction: str | None = None,
 ) -> str:
     """The user message for env step `step` (0-based). `history` holds all past steps; only the last
     `history_length` are shown."""
@@ -65,7 +69,7 @@ def build_user_content(
     if admissible_actions:
         joined = ", ".join(f"'{a}'" for a in admissible_actions)
         lines.append(f"Your admissible actions of the current situation are: [{joined}].")
-    lines.append(FORMAT_INSTRUCTION)
+    lines.append(format_instruction or FORMAT_INSTRUCTION)
     return "\n".join(lines)
 
 
@@ -81,7 +85,7 @@ def insert_skill(user_content: str, skill: str) -> str:
     for index, line in enumerate(lines):
         if line.startswith(TASK_PREFIX):
             return "\n".join(lines[: index + 1] + [block] + lines[index + 1 :])
-    marker = user_content.rfind("Now it's your turn")
+    marker = user_content.rfind(FORMAT_MARKER)
     if marker >= 0:
         return user_content[:marker] + block + "\n" + user_content[marker:]
     return user_content + "\n" + block

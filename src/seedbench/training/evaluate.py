@@ -84,11 +84,12 @@ class Evaluator:
         self.envs = None
 
     def sampling(self):
-        from seedbench.engines.base import SamplingParams
+        from seedbench.engines.base import SamplingParams, env_stop
 
         cfg = self.config
         return SamplingParams(max_new_tokens=cfg.eval.max_new_tokens or cfg.rollout.max_new_tokens,
-                              temperature=cfg.eval.temperature, top_p=1.0, greedy=cfg.eval.temperature == 0)
+                              temperature=cfg.eval.temperature, top_p=1.0, greedy=cfg.eval.temperature == 0,
+                              **env_stop(self.env))
 
     def run(self, counters: dict[str, int]) -> list[tuple[dict, list[Trajectory]]]:
         """(record, trajectories) per split, under an RNG stream seeded by (run seed, iteration) and isolated

@@ -20,7 +20,7 @@ from seedbench import __version__
 from seedbench.agents.base import Agent, AgentConfig, AgentContext, MiniBatch, PreparedUpdate, TrainSample
 from seedbench.config import (ConfigError, RunConfig, agent_class, agent_config, episode_limits, to_dict,
                               validate_config)
-from seedbench.engines.base import SamplingParams
+from seedbench.engines.base import SamplingParams, env_stop
 from seedbench.progress import progress_bar
 from seedbench.registry import make_env, resolve_agent, resolve_env
 from seedbench.rollout.types import StepSample, TaskRef, Trajectory
@@ -74,7 +74,7 @@ class Trainer:
         self.env = make_env(entry.alias, **config.env_kwargs)
         self.max_steps, self.history_length = episode_limits(config, self.env)
         self.sampling = SamplingParams(max_new_tokens=config.rollout.max_new_tokens, temperature=config.rollout.temperature,
-                                       top_p=config.rollout.top_p)
+                                       top_p=config.rollout.top_p, **env_stop(self.env))
         # One rule, asked before the model loads: load the reference exactly when updates will use it.
         self.needs_reference = agent_cls.needs_reference(agent_config)
         self.policy = load_policy(config.model, need_reference=self.needs_reference, seed=config.seed)

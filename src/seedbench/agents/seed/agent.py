@@ -35,7 +35,7 @@ from seedbench.agents.seed.analysis import Analysis, episode_steps, fit_analyzer
 from seedbench.agents.base import MiniBatch, PreparedUpdate
 from seedbench.agents.grpo import GRPOAgent, GRPOConfig
 from seedbench.config import ConfigError, Count, NonNegative, Positive
-from seedbench.rollout.prompting import FORMAT_INSTRUCTION, insert_skill, render_prompt
+from seedbench.rollout.prompting import FORMAT_MARKER, insert_skill, render_prompt
 
 ANALYZER_SFT_MARKER = "seedbench_analyzer_sft.json"
 """Written by ``seedbench sft-analyzer`` into the checkpoint it saves (stage 1)."""
@@ -344,5 +344,5 @@ def current_observation(content: str) -> str:
     if start < 0:
         return content
     rest = content[start + len(marker):]
-    ends = [i for i in (rest.find("\nYour admissible actions"), rest.find("\n" + FORMAT_INSTRUCTION)) if i >= 0]
+    ends = [i for i in (rest.find("\nYour admissible actions"), rest.rfind("\n" + FORMAT_MARKER)) if i >= 0]
     return rest[: min(ends)] if ends else rest

@@ -1,0 +1,227 @@
+"""Search-QA: answer a question by searching a corpus, in Search-R1's protocol (Jin et al., 2025).
+
+Description
+    Each episode is one question. Every turn the model reasons in ``<think>…</think>`` and then either
+    searches (``<search>query</search>``: the env returns the top-k passages inside
+    ``<information>…</information>``) or answers (``<answer>…</answer>``: the episode ends and is scored
+    by exact match after Search-R1's answer normalisation). Up to ``max_turns`` turns (4, the SEED
+    paper's protocol; Search-R1's scripts use 2-10), then, as in Search-R1, one more turn with search
+    disabled (``final_answer_turn``). ``max_turns=0`` with the final turn is the closed-book (no-search)
+    setting: one turn, search disabled.
+Task text
+    The question itself (``info["task"]``); the observation after reset is ``Question: …``.
+Action grammar
+    ``<search>query</search>`` or ``<answer>text</answer>``, anywhere in the response, case-sensitive.
+    Reference rule (``response_cut="reference"``): the response is cut at its first ``</search>`` (else
+    at its first ``</answer>``) and the first of the two tags left is the action; the run's generation
+    stops at those closing tags (``stop_strings``), so the trained tokens are the cut response as in
+    Search-R1. ``"none"``: the whole response counts and its last tag is the action. A response with
+    neither tag is invalid: the env answers with a hint and the turn is used up.
+Observation
+    ``Question: …`` after reset; ``<information>Doc 1(Title: …) …</information>`` after a search
+    (Search-R1's passage format); the hint after an invalid turn; ``<information></information>`` for a
+    search in the final, search-disabled turn.
+Rewards
+    0 until the episode ends; then 1 for an exact match, else 0 (Search-R1's ``compute_score_em``, format
+    score 0). ``extraction="reference"`` scores the trajectory text (the Search-R1 prompt, every cut
+    response and every information block) with Search-R1's extractor, which needs two ``<answer>``
+    matches and takes the last: the prompt's own "<answer> and </answer>" and "<answer> Beijing
+    </answer>" are two, so an episode without an answer is scored on "Beijing", and an answer written
+    inside the reasoning counts. ``extraction="response"`` scores only the answer action's payload.
+    ``normalization`` picks ASCII-only punctuation stripping (reference) or Unicode. The trainer
+    subtracts ``invalid_action_penalty`` (0.01) from invalid turns.
+Termination vs truncation
+    Terminates on an answer (``info["won"]`` = exact match). Truncates after ``max_steps`` =
+    ``max_turns`` (+1 with ``final_answer_turn``) turns; the reference extractor still scores it.
+Registered ids
+    ``seedbench/SearchQA-v0`` (``search``): the fictional corpus, splits train / test (in-domain) / ood
+    (other templates *and* entities). ``seedbench/SearchQA-Countries-v0`` (``search-countries``): real
+    facts from countryinfo. ``seedbench/SearchQA-Files-v0`` (``search-files``): the user's Search-R1
+    question files and wiki-18 style corpus (kwargs ``test_file``, ``train_file``, ``corpus_file``).
+    Retrieval: ``retriever="bm25"`` (bm25s in process) or ``"http"`` with ``retriever_url`` (a Search-R1
+    retrieval server, or ``seedbench serve-retriever``); ``topk`` 3 (Search-R1's default).
+Data source
+    `seedbench.envs.search.data`: generated from ``kb_seed`` (synthetic, countryinfo) or read from files;
+    ``provenance()`` carries the dataset's checksum. Question ``k`` of split ``s`` is ``reset(seed=k,
+    options={"split": s})`` (modulo the split's size); ``info["task_id"]`` is the question id.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import threading
+
+from seedbench.envs.search.answers import (EXTRACTIONS, NORMALIZATIONS, RESPONSE_CUTS, check_option, command_text,
+                                           cut_response, exact_match, extract_solution, parse_turn)
+from seedbench.envs.search.data import Dataset, load_dataset
+from seedbench.envs.search.retrieval import BM25_HINT, BM25Retriever, HttpRetriever, passages_to_string
+from seedbench.envs.text_env import TextEnv
+
+# Our wording of Search-R1's prompt (scripts/data_process/nq_search.py). It keeps the two details that
+# change scores: the two complete <answer> tags the reference extractor counts, and the "Beijing" example.
+INSTRUCTION = (
+    "Answer the given question. You must conduct reasoning inside <think> and </think> first every time you "
+    "get new information. After reasoning, if you find you lack some knowledge, you can call a search engine "
+    "by <search> query </search> and it will return the top searched results between <information> and "
+    "</information>. You can search as many times as you want. If you find no further external knowledge "
+    "needed, you can directly provide the answer inside <answer> and </answer>, without detailed "
+    "illustrations. For example, <answer> Beijing </answer>."
+)
+FORMAT_INSTRUCTION = (
+    "Now it's your turn. Reason inside <think> </think> first, then either search with <search> query "
+    "</search> or give the final answer between the answer tags."
+)
+INVALID_HINT = ("My previous action is invalid. To search, I should put the query between <search> and "
+                "</search>. To give the final answer, I should put it between <answer> and </answer>. Let me "
+                "try again.")
+RETRIEVERS = ("bm25", "http")
+_INDEXES: dict[tuple, BM25Retriever] = {}  # one bm25 index per process and corpus
+_INDEX_LOCK = threading.Lock()
+
+
+class SearchQAEnv(TextEnv):
+    history_length = 4
+    max_steps = 5  # max_turns 4 + the final, search-disabled turn
+    invalid_action_penalty = 0.01
+    splits = ("train", "test", "ood")
+    eval_split = "test"
+    instruction = INSTRUCTION
+    format_instruction = FORMAT_INSTRUCTION
+    stop_strings: tuple[str, ...] | None = ("</search>", "</answer>")
+    generator_version = "1"
+    seed_rule = "reset(seed=k, options={'split': s}) asks question k mod len(s) of split s"
+
+    def __init__(self, dataset: str = "synthetic", max_turns: int = 4, final_answer_turn: bool = True,
+                 topk: int = 3, retriever: str = "bm25", retriever_url: str | None = None,
+                 retriever_timeout_s: float = 30.0, extraction: str = "reference", response_cut: str = "reference",
+                 normalization: str = "reference", kb_seed: int = 0, kb_size: str = "default",
+                 train_file: str | None = None, test_file: str | None = None, corpus_file: str | None = None,
+                 render_mode: str | None = None):
+        super().__init__(render_mode=render_mode)
+        self.extraction = check_option("extraction", extraction, EXTRACTIONS)
+        self.response_cut = check_option("response_cut", response_cut, RESPONSE_CUTS)
+        self.normalization = check_option("normalization", normalization, NORMALIZATIONS)
+        self.retriever_kind = check_option("retriever", retriever, RETRIEVERS)
+        if retriever == "http" and not retriever_url:
+            raise ValueError("retriever='http' needs retriever_url, e.g. http://127.0.0.1:8000/retrieve "
+                             "(start one with `seedbench serve-retriever`)")
+        if retriever == "bm25" and importlib.util.find_spec("bm25s") is None:
+            raise ImportError(BM25_HINT)  # at make time, not at the first search of a run
+        if topk < 1 or max_turns < 0 or max_turns + int(final_answer_turn) < 1:
+            raise ValueError(f"topk must be >= 1 and max_turns >= 1 (>= 0 with final_answer_turn: closed book), "
+                             f"got topk={topk}, max_turns={max_turns}")
+        self.max_turns, self.final_answer_turn, self.topk = int(max_turns), bool(final_answer_turn), int(topk)
+        self.max_steps = self.max_turns + int(self.final_answer_turn)
+        self.retriever_url, self.retriever_timeout_s = retriever_url, float(retriever_timeout_s)
+        self.data_key = (dataset, int(kb_seed), kb_size, train_file, test_file, corpus_file)
+        self.data: Dataset = load_dataset(*self.data_key)
+        self.splits = tuple(self.data.questions)
+        self.eval_split = "test"
+        self._by_id = {q["id"]: (split, q) for split, qs in self.data.questions.items() for q in qs}
+        if response_cut != "reference":
+            self.stop_strings = ()  # nothing to stop at: the whole response is parsed
+            self.parse_action = lambda text: self._parse(text, self.response_cut)
+        self._retriever = None
+        self.question: dict | None = None
+        self._split, self._transcript, self._searched, self._retrieved = "", "", [], set()
+        self._answer: str | None = None
+        self._won = False
+
+    # ------------------------------------------------------------------ text protocol
+
+    @staticmethod
+    def _parse(text: str, cut: str) -> tuple[str, bool]:
+        turn = parse_turn(text, cut)
+        return (command_text(*turn), True) if turn else ("", False)
+
+    @staticmethod
+    def parse_action(text: str) -> tuple[str, bool]:
+        """``("<search>q</search>" | "<answer>a</answer>", True)`` or ``("", False)``, reference cut; an env
+        made with ``response_cut="none"`` replaces it on the instance."""
+        return SearchQAEnv._parse(text, "reference")
+
+    def retriever(self):
+        if self._retriever is None:
+            if self.retriever_kind == "http":
+                self._retriever = HttpRetriever(self.retriever_url, self.retriever_timeout_s)
+            else:
+                with _INDEX_LOCK:
+                    if self.data_key not in _INDEXES:
+                        _INDEXES[self.data_key] = BM25Retriever(self.data.corpus)
+                    self._retriever = _INDEXES[self.data_key]
+        return self._retriever
+
+    def _info(self) -> dict:
+        q = self.question or {}
+        gold = q.get("gold") or []
+        return {"task": q.get("question", ""), "admissible_actions": None, "won": self._won,
+                "task_id": q.get("id", ""), "task_type": q.get("kind", ""), "split": self._split,
+                "searches": len(self._searched),
+                "gold_retrieved": sum(g in self._retrieved for g in gold) / len(gold) if gold else 0.0}
+
+    # ------------------------------------------------------------------ episodes
+
+    def reset(self, *, seed: int | None = None, options: dict | None = None):
+        super().reset(seed=seed)
+        options = options or {}
+        if "task_id" in options:
+            if options["task_id"] not in self._by_id:
+                raise ValueError(f"unknown Search-QA task_id {options['task_id']!r}")
+            self._split, self.question = self._by_id[options["task_id"]]
+        else:
+            self._split = self._check_split(options.get("split", self.splits[0]))
+            questions = self.data.questions[self._split]
+            index = int(seed) if seed is not None else int(self.np_random.integers(len(questions)))
+            self.question = questions[index % len(questions)]
+        self._transcript = f"{INSTRUCTION} Question: {self.question['question']}\n"
+        self._searched, self._retrieved, self._answer, self._won = [], set(), None, False
+        return f"Question: {self.question['question']}", self._info()
+
+    def step(self, action: str):
+        self._response = action  # the raw text, for the reference extractor's transcript
+        return super().step(action)
+
+    def _apply_action(self, command: str, valid: bool):
+        final_turn = self._steps >= self.max_steps - 1  # the template counts this step after us
+        search_enabled = not (self.final_answer_turn and self._steps >= self.max_turns)
+        self._transcript += cut_response(self._response, self.response_cut)
+        turn = parse_turn(command, "reference") if valid else None
+        if turn is None:
+            observation = INVALID_HINT
+        elif turn[0] == "answer":
+            self._answer = turn[1]
+            return "", self._score(), True, True
+        elif search_enabled:
+            hits = self.retriever().search([turn[1]], self.topk)[0]
+            self._searched.append(turn[1])
+            self._retrieved.update(hit["document"]["id"] for hit in hits)
+            observation = f"<information>{passages_to_string(hits).strip()}</information>"
+        else:
+            observation = "<information></information>"
+        self._transcript += f"\n\n{observation}\n\n" if turn else f"\n{observation}\n"
+        return observation, self._score() if final_turn else 0.0, False, valid
+
+    def _score(self) -> float:
+        """Exact match of the extracted answer (sets ``won``)."""
+        answer = extract_solution(self._transcript) if self.extraction == "reference" else self._answer
+        self._won = exact_match(answer, self.question["golden_answers"], self.normalization)
+        return float(self._won)
+
+    # ------------------------------------------------------------------ expert, provenance
+
+    def expert_plan(self) -> list[str]:
+        """Search each gold passage's title not searched yet (as many as the remaining search turns
+        allow), then answer with the first gold answer."""
+        if self.question is None:
+            raise RuntimeError("expert_plan() called before reset()")
+        search_turns = max(0, (self.max_turns if self.final_answer_turn else self.max_steps - 1) - self._steps)
+        todo = [t for t in self.question["gold_titles"] if t not in self._searched][:search_turns]
+        return [command_text("search", t) for t in todo] + [command_text("answer", self.question["golden_answers"][0])]
+
+    def provenance(self) -> dict[str, str]:
+        from seedbench.provenance import digest
+
+        options = {k: getattr(self, k) for k in ("extraction", "response_cut", "normalization", "max_turns",
+                                                  "final_answer_turn", "topk", "retriever_kind")}
+        return {"data_source": self.data.data_source, "generator_version": self.generator_version,
+                "manifest_checksum": digest({"data": self.data.checksum, "options": options})}
