@@ -35,7 +35,7 @@ from seedbench.agents.seed.analysis import Analysis, episode_steps, fit_analyzer
 from seedbench.agents.base import MiniBatch, PreparedUpdate
 from seedbench.agents.grpo import GRPOAgent, GRPOConfig
 from seedbench.config import ConfigError, Count, NonNegative, Positive
-from seedbench.rollout.prompting import FORMAT_INSTRUCTION, insert_skill, render_prompt
+from seedbench.rollout.prompting import current_observation, insert_skill, render_prompt  # noqa: F401 - re-exported
 
 ANALYZER_SFT_MARKER = "seedbench_analyzer_sft.json"
 """Written by ``seedbench sft-analyzer`` into the checkpoint it saves (stage 1)."""
@@ -349,16 +349,3 @@ class SEEDAgent(GRPOAgent):
                 metrics["seed/gate_open_frac"] = ((gate > 0.5).float() * opd_mask).sum() * metric_scale
                 metrics["seed/teacher_gap_mean"] = (gap * opd_mask).sum() * metric_scale
         return loss, metrics
-
-
-def current_observation(content: str) -> str:
-    """The current observation inside an acting prompt built by `seedbench.rollout.prompting.build_user_content`
-    (the text after "your current observation is:" up to the admissible actions or the final
-    instruction); the whole prompt when the marker is missing."""
-    marker = "your current observation is:\n"
-    start = content.find(marker)
-    if start < 0:
-        return content
-    rest = content[start + len(marker):]
-    ends = [i for i in (rest.find("\nYour admissible actions"), rest.find("\n" + FORMAT_INSTRUCTION)) if i >= 0]
-    return rest[: min(ends)] if ends else rest
