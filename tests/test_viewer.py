@@ -232,3 +232,26 @@ def synthetic_run(path: Path, iterations: int, groups: int, group_size: int, ste
     write_json_atomic(path / "summary.json", {"env": "synthetic", "agent": "grpo", "iterations": iterations})
     append_jsonl(path / "metrics.jsonl", {"iteration": 1, "rollout/success": 0.5})
     return path
+
+
+def test_serve_serves_the_viewer_on_localhost(tmp_path):
+    import os
+    import socket
+    import sys
+    import urllib.request
+
+    run = synthetic_run(tmp_path / "run", iterations=1, groups=1, group_size=2, steps=1)
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1] / "src")}
+    server = subprocess.Popen([sys.executable, "-m", "seedbench.cli", "view", str(run), "--serve", "--port", str(port)],
+                              stdout=subprocess.PIPE, text=True, env=env)
+    try:
+        assert "serving http://127.0.0.1:" in server.stdout.readline() + server.stdout.readline()
+        page = urllib.request.urlopen(f"http://127.0.0.1:{port}/index.html", timeout=10).read().decode()
+        data = urllib.request.urlopen(f"http://127.0.0.1:{port}/data/chunk_0.js", timeout=10).read().decode()
+    finally:
+        server.terminate()
+        server.wait(timeout=10)
+    assert "<title>seedbench viewer</title>" in page and '"id":"it1-0-1"' in data
