@@ -236,6 +236,12 @@ def test_track_accepts_repeats_and_comma_lists_and_names_the_fix(monkeypatch):
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "wandb" else real(name, *a))
     with pytest.raises(ConfigError, match=r"wandb is not installed; pip install 'seedbench\[wandb\]'"):
         check_track("wandb")
+    # only a run needs the sink here: a recipe checked for another host and `seedbench eval` of a tracked run do not
+    assert build_config(overrides={"track": ["wandb"], "model": {"name": "tiny"}}, check_host=False).track == ["wandb"]
+    from seedbench.training.evaluate import eval_config
+
+    config, _ = eval_config({"env": "choice", "model": {"name": "tiny"}, "track": ["wandb"]}, {})
+    assert config.track == []
 
 
 def test_a_tiny_run_with_track_tensorboard_logs_every_metric_of_metrics_jsonl(tmp_path, monkeypatch):

@@ -501,7 +501,7 @@ def validate_config(config: RunConfig, *, check_host: bool = True) -> RunConfig:
     _check_budgets(config, algo)
     from seedbench.tracking import check_track
 
-    config.track = check_track(config.track)
+    config.track = check_track(config.track, installed=check_host)
     if check_host:
         _check_model_path(config.model.name)
         if config.engine == "vllm":

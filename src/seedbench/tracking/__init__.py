@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+import json
 import sys
 from pathlib import Path
 from typing import Any
@@ -34,10 +35,10 @@ SINKS: dict[str, tuple[str, str, str]] = {
 STATE_FILE = "tracking.json"
 
 
-def check_track(values: Any) -> list[str]:
+def check_track(values: Any, installed: bool = True) -> list[str]:
     """``track`` from a config or ``--track`` flags: a list (or comma-separated strings) of sink names,
-    each known and installed; returns the de-duplicated list. A one-line error names the choices or the
-    ``pip install`` line."""
+    each known (and, with `installed`, importable here); returns the de-duplicated list. A one-line error
+    names the choices or the ``pip install`` line."""
     if isinstance(values, str):
         values = [values]
     names: list[str] = []
@@ -49,7 +50,7 @@ def check_track(values: Any) -> list[str]:
             if name not in SINKS:
                 raise ConfigError(f"track: unknown sink {name!r}; choose from: {', '.join(SINKS)}")
             _, module, extra = SINKS[name]
-            if importlib.util.find_spec(module) is None:
+            if installed and importlib.util.find_spec(module) is None:
                 raise ConfigError(f"track: {name} is not installed; pip install 'seedbench[{extra}]'")
             if name not in names:
                 names.append(name)
@@ -64,6 +65,7 @@ class Tracker:
         self.run_dir = Path(run_dir) if run_dir is not None else None
         self.state = state if state is not None else {}
         self._skills: dict[int, list[dict[str, Any]]] = {}
+        self._saved = read_json(self.run_dir / STATE_FILE) if self.run_dir is not None else {}
         self._save_state()
 
     # -- RunDir observer interface ------------------------------------------------------------------
@@ -110,8 +112,10 @@ class Tracker:
         self._save_state()
 
     def _save_state(self) -> None:
-        if self.run_dir is not None and self.state and self.state != read_json(self.run_dir / STATE_FILE):
+        """Write ``tracking.json`` when a sink changed its state (a new run id)."""
+        if self.run_dir is not None and self.state and self.state != self._saved:
             write_json_atomic(self.run_dir / STATE_FILE, self.state)
+            self._saved = json.loads(json.dumps(self.state))
 
 
 def sink_class(name: str) -> type[Sink]:
