@@ -80,6 +80,8 @@ def _run_seeds_as_experiment(args) -> int:
             argv += [flag, str(value)]
     if args.set:
         argv += ["--set", *args.set]
+    if args.track:
+        argv += ["--set", "track=[" + ",".join(args.track) + "]"]
     return _run_delegated("experiment", argv)
 
 
