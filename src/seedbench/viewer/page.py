@@ -22,7 +22,7 @@ main{padding:12px 16px}
 .group{background:#fff;border:1px solid #d5d9e0;border-radius:6px;margin-bottom:16px}
 .group>h2{font-size:14px;margin:0;padding:8px 12px;background:#eef1f6;border-bottom:1px solid #d5d9e0}
 .members{display:flex;gap:10px;overflow-x:auto;padding:10px}
-.episode{flex:0 0 420px;border:1px solid #d5d9e0;border-radius:6px;padding:8px;background:#fcfcfd}
+.episode{flex:0 0 420px;min-width:0;border:1px solid #d5d9e0;border-radius:6px;padding:8px;background:#fcfcfd}
 .episode.won{border-top:4px solid #2a9d8f}.episode.lost{border-top:4px solid #e63946}
 .badge{display:inline-block;padding:0 6px;border-radius:8px;font-size:11px;margin-right:4px;background:#e3e6eb}
 .badge.ok{background:#cdeee9}.badge.bad{background:#f8d0d3}
@@ -30,7 +30,7 @@ main{padding:12px 16px}
 .skill b{display:block;font-size:11px;text-transform:uppercase;color:#8a6d00}
 .step{border-top:1px dashed #ccd;padding:6px 0}.step .head{font-size:12px;color:#444}
 pre{white-space:pre-wrap;word-break:break-word;margin:4px 0;font:12px/1.35 ui-monospace,monospace;background:#f1f3f6;padding:4px;border-radius:3px}
-.out{background:#eef6ff}.tokens{font:12px/1.9 ui-monospace,monospace;margin:4px 0}
+.out{background:#eef6ff}.tokens{font:12px/1.9 ui-monospace,monospace;margin:4px 0;word-break:break-all}
 .tok{padding:1px 0;border-radius:2px;white-space:pre-wrap;border-right:1px solid #c9ced6}
 .legend{font-size:11px;display:flex;align-items:center;gap:4px}.legend .bar{width:120px;height:10px;background:linear-gradient(90deg,rgb(215,48,39),#fff,rgb(26,152,80))}
 img.frame{max-width:100%;image-rendering:pixelated;border:1px solid #ccd;margin:4px 0}
