@@ -30,7 +30,7 @@ main{padding:12px 16px}
 .skill b{display:block;font-size:11px;text-transform:uppercase;color:#8a6d00}
 .step{border-top:1px dashed #ccd;padding:6px 0}.step .head{font-size:12px;color:#444}
 pre{white-space:pre-wrap;word-break:break-word;margin:4px 0;font:12px/1.35 ui-monospace,monospace;background:#f1f3f6;padding:4px;border-radius:3px}
-.out{background:#eef6ff}.tokens{font:12px/1.9 ui-monospace,monospace;margin:4px 0;word-break:break-all}
+.out{background:#eef6ff}.tokens{font:12px/1.9 ui-monospace,monospace;margin:4px 0;overflow-wrap:anywhere}
 .tok{padding:1px 0;border-radius:2px;white-space:pre-wrap;border-right:1px solid #c9ced6}
 .legend{font-size:11px;display:flex;align-items:center;gap:4px}.legend .bar{width:120px;height:10px;background:linear-gradient(90deg,rgb(215,48,39),#fff,rgb(26,152,80))}
 img.frame{max-width:100%;image-rendering:pixelated;border:1px solid #ccd;margin:4px 0}
