@@ -17,7 +17,12 @@ from seedbench.tracking import Tracker, check_track, open_tracker
 from seedbench.tracking.base import Sink
 from seedbench.training.rundir import RunDir
 
-pytest.importorskip("tensorboard", reason="pip install 'seedbench[track]'")
+
+
+def needs(*modules: str) -> None:
+    """The sinks' packages come with the ``track`` extra (scripts/test.sh installs it)."""
+    for module in modules:
+        pytest.importorskip(module, reason="pip install 'seedbench[track]'")
 
 METRICS = [
     {"iteration": 1, "trajectories": 4, "rollout/success": 0.25, "train/loss": -0.5, "seed/gate_mean": 0.6,
@@ -103,6 +108,7 @@ def wandb_history(records) -> dict[int, dict[str, object]]:
 
 # -- all three sinks get the same numbers as the JSONL --------------------------------------------------
 def test_every_sink_holds_the_jsonl_values(tmp_path, offline):
+    needs("tensorboard", "wandb", "mlflow")
     run = RunDir(tmp_path)
     tracker = open_tracker(["tensorboard", "wandb", "mlflow"], tmp_path, CONFIG, resume=False, start_step=0)
     assert [s.name for s in tracker.sinks] == ["tensorboard", "wandb", "mlflow"]
@@ -154,6 +160,7 @@ def test_every_sink_holds_the_jsonl_values(tmp_path, offline):
 
 
 def test_resume_continues_the_same_tracked_runs(tmp_path, offline):
+    needs("tensorboard", "wandb", "mlflow")
     run = RunDir(tmp_path)
     first = [{"iteration": 1, "rollout/success": 0.1}, {"iteration": 2, "rollout/success": 0.2}]
     _play(open_tracker(["tensorboard", "wandb", "mlflow"], tmp_path, CONFIG, False, 0), run, first, (), (), None)
@@ -213,6 +220,7 @@ def test_a_failing_sink_warns_once_and_the_jsonl_and_other_sinks_go_on(tmp_path,
 
 
 def test_a_sink_that_cannot_start_is_skipped_with_a_warning(tmp_path, capsys, monkeypatch, offline):
+    needs("tensorboard", "mlflow")
     import seedbench.tracking.mlflow_sink as mlflow_sink
 
     def refuse(*args, **kwargs):
@@ -227,7 +235,7 @@ def test_a_sink_that_cannot_start_is_skipped_with_a_warning(tmp_path, capsys, mo
 
 # -- configuration ----------------------------------------------------------------------------------------
 def test_track_accepts_repeats_and_comma_lists_and_names_the_fix(monkeypatch):
-    assert check_track(["tensorboard,mlflow", "TensorBoard", "wandb"]) == ["tensorboard", "mlflow", "wandb"]
+    assert check_track(["tensorboard,mlflow", "TensorBoard", "wandb"], installed=False) == ["tensorboard", "mlflow", "wandb"]
     with pytest.raises(ConfigError, match="unknown sink 'neptune'; choose from: tensorboard, wandb, mlflow"):
         build_config(overrides={"track": ["neptune"], "model": {"name": "tiny"}})
     import importlib.util
@@ -245,6 +253,7 @@ def test_track_accepts_repeats_and_comma_lists_and_names_the_fix(monkeypatch):
 
 
 def test_a_tiny_run_with_track_tensorboard_logs_every_metric_of_metrics_jsonl(tmp_path, monkeypatch):
+    needs("tensorboard")
     from seedbench.cli import main
 
     out = tmp_path / "run"
