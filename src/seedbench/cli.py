@@ -1,7 +1,7 @@
 """The ``seedbench`` command line.
 
     seedbench run --agent grpo --env sokoban [--model M] [--seed S] [--iterations K] [--config Y]
-                  [--output DIR] [--resume] [--set key=value ...]
+                  [--output DIR] [--resume] [--track tensorboard,wandb,mlflow] [--set key=value ...]
     seedbench eval --agent <run dir|checkpoint dir|random|scripted> [--env sokoban] [--episodes N] [--set k=v ...]
     seedbench config [--agent NAME]          every run config field: type, default, documentation
     seedbench envs | agents
@@ -9,6 +9,7 @@
     seedbench data alfworld [...]
     seedbench sft-analyzer --env E --annotator A [...]
     seedbench experiment SPEC.yaml | report RUNS --out DIR | leaderboard submit|validate|build
+    seedbench view RUN [--out DIR] [--serve]   trajectory-and-skill viewer of a run
 
 Bad input (unknown env or agent, bad config key, missing file) is a one-line error naming the valid
 choices, never a traceback.
@@ -47,6 +48,8 @@ def _run_overrides(args) -> dict:
         value = getattr(args, flag, None)
         if value is not None:
             set_dotted(values, key, value)
+    if getattr(args, "track", None):
+        values["track"] = list(args.track)
     return values
 
 
@@ -77,6 +80,8 @@ def _run_seeds_as_experiment(args) -> int:
             argv += [flag, str(value)]
     if args.set:
         argv += ["--set", *args.set]
+    if args.track:
+        argv += ["--set", "track=[" + ",".join(args.track) + "]"]
     return _run_delegated("experiment", argv)
 
 
@@ -141,6 +146,7 @@ DELEGATED = {
     "leaderboard": ("seedbench.leaderboard:main", "submit | validate | build leaderboards"),
     "serve-retriever": ("seedbench.envs.search.serve:main",
                         "serve a bm25s index with Search-R1's POST /retrieve API (Search-QA)"),
+    "view": ("seedbench.viewer:main", "HTML viewer of a run's episodes, skills and per-token signals"),
 }
 """Subcommands with their own argparse parser; their arguments are passed through untouched."""
 
@@ -171,6 +177,8 @@ def build_parser() -> argparse.ArgumentParser:
                      help="continue the run in --output (or the given directory) from its last checkpoint")
     run.add_argument("--set", nargs="+", action="extend", metavar="KEY=VALUE",
                      help="config overrides, e.g. optim.lr=1e-6 (all fields: `seedbench config`)")
+    run.add_argument("--track", action="append", metavar="SINK",
+                     help="experiment tracking: tensorboard, wandb, mlflow (repeat or comma-separate; docs/tracking.md)")
     run.set_defaults(func=cmd_run)
 
     ev = sub.add_parser(

@@ -215,6 +215,12 @@ class RunConfig:
     num_env_workers: NonNegativeInt | None = None
     """Env worker processes: 0 = step envs in this process; None = one per available CPU for envs that ask
     for it (``worker_processes``, e.g. ALFWorld), else 0."""
+    track: list[str] = field(default_factory=list)
+    """Experiment-tracking sinks fed from the same records as ``metrics.jsonl`` (which stays the source of
+    truth): any of ``tensorboard``, ``wandb``, ``mlflow`` (``seedbench run --track``; docs/tracking.md)."""
+    token_signal_trajectories: NonNegativeInt = 2
+    """Trajectories per iteration whose per-token signals (SEED: gate and teacher − student gap) are saved
+    to ``token_signals.jsonl`` for ``seedbench view``; 0 = none. Small by default to bound disk."""
 
 
 # ----------------------------------------------------------------------------------------------------
@@ -493,6 +499,9 @@ def validate_config(config: RunConfig, *, check_host: bool = True) -> RunConfig:
                                                                    config.env_kwargs)
     algo = agent_config(config)
     _check_budgets(config, algo)
+    from seedbench.tracking import check_track
+
+    config.track = check_track(config.track, installed=check_host)
     if check_host:
         _check_model_path(config.model.name)
         if config.engine == "vllm":

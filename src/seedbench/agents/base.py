@@ -177,6 +177,14 @@ class Agent(ABC):
             return self.config.invalid_penalty
         return float(self.context.env.invalid_action_penalty)
 
+    def token_signals(self, samples: list[TrainSample], old_logp: list[list[float]]) -> list[dict[str, list[float]] | None]:
+        """Per-token numbers worth showing next to a response in ``seedbench view`` (SEED: where a skill
+        moved the policy), one entry per sample of the update: None, or ``{signal name: one value per
+        response token}``. Called by the trainer once per update with the pre-update log-probs of the
+        samples; it saves the entries of ``token_signal_trajectories`` trajectories to
+        ``token_signals.jsonl`` (docs/viewer.md). Default: none."""
+        return [None] * len(samples)
+
     @abstractmethod
     def prepare(self, trajectories: list[Trajectory], rewards: list[float], iteration: int) -> PreparedUpdate:
         """Samples (with advantages) for one update from this iteration's kept trajectories and their

@@ -96,3 +96,16 @@ def render_prompt(tokenizer, user_content: str) -> list[int]:
     messages = [{"role": "user", "content": user_content}]
     text = tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
     return tokenizer(text, add_special_tokens=False)["input_ids"]
+
+
+def current_observation(content: str) -> str:
+    """The current observation inside an acting prompt built by `build_user_content`
+    (the text after "your current observation is:" up to the admissible actions or the final
+    instruction); the whole prompt when the marker is missing."""
+    marker = "your current observation is:\n"
+    start = content.find(marker)
+    if start < 0:
+        return content
+    rest = content[start + len(marker):]
+    ends = [i for i in (rest.find("\nYour admissible actions"), rest.find("\n" + FORMAT_INSTRUCTION)) if i >= 0]
+    return rest[: min(ends)] if ends else rest

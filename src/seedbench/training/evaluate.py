@@ -151,6 +151,7 @@ def eval_config(base: dict[str, Any], flags: dict[str, Any], set_values: dict[st
     before = {key: get_dotted(config, key) for key in _dotted_keys(overrides) + _dotted_keys(set_values or {})}
     update_dataclass(config, overrides)
     update_dataclass(config, set_values or {})
+    config.track = []  # an evaluation feeds no tracker, so a run tracked elsewhere needs none installed here
     validate_config(config)
     changed = [f"{key} = {get_dotted(config, key)!r} (run: {old!r})" for key, old in before.items()
                if get_dotted(config, key) != old]

@@ -8,13 +8,16 @@
                           envs: the step's frame by name, "image": "frames/<id>.png")
         frames/<id>.png   vision envs: each distinct frame once (id = SHA-1 of the pixels, seedbench.frames)
         skills.jsonl      SEED agents: one skill per analysed trajectory
+        token_signals.jsonl  per-token signals (SEED: gate, teacher − student gap) of a few trajectories
+        tracking.json     run ids of the experiment-tracking sinks (--track), for resume
         checkpoints/it_<k>/  model + optimizer + RNG state + counters
         eval_tasks.json   the eval task list: split, seed, task id and type per task, the data provenance
         summary.json      versions (plugins included), git hash, model and data checksums, eval task-list
                           hashes, final metrics
 
 Files are written and read with `seedbench.jsonio` (whole-line fsynced appends, so a killed process
-leaves at most one torn last line, which readers skip; atomic JSON writes). On resume, lines written after the last
+leaves at most one torn last line, which readers skip; atomic JSON writes). Observers (the
+experiment-tracking sinks, `seedbench.tracking.Tracker`) see every appended record and summary write. On resume, lines written after the last
 checkpoint (an iteration that never finished) are removed, so nothing is counted twice and no record of
 a completed iteration is lost.
 """
@@ -37,7 +40,7 @@ from seedbench.jsonio import append_jsonl, read_json, read_jsonl, write_json_ato
 __all__ = ["RunDir", "append_jsonl", "read_jsonl", "write_json_atomic", "default_run_name", "git_hash",
            "package_versions"]
 
-LOG_FILES = ("metrics.jsonl", "eval.jsonl", "episodes.jsonl", "skills.jsonl")
+LOG_FILES = ("metrics.jsonl", "eval.jsonl", "episodes.jsonl", "skills.jsonl", "token_signals.jsonl")
 
 
 def default_run_name(env: str, agent: str, model: str, seed: int) -> str:
@@ -82,6 +85,8 @@ class RunDir:
         """Store a vision env's frame (once per distinct frame) and return its name relative to the run
         directory, ``frames/<id>.png``, which episode records use."""
         return self.frames.save(image)
+        self.observers: list[Any] = []
+        """Objects with ``on_record(name, record)`` and ``on_summary(summary)``, told after each write."""
 
     # -- files ------------------------------------------------------------------------------------
     def file(self, name: str) -> Path:
@@ -89,6 +94,8 @@ class RunDir:
 
     def log(self, name: str, record: dict[str, Any]) -> None:
         append_jsonl(self.file(name), record)
+        for observer in self.observers:
+            observer.on_record(name, record)
 
     def records(self, name: str) -> list[dict[str, Any]]:
         return list(read_jsonl(self.file(name)))
@@ -108,6 +115,8 @@ class RunDir:
         summary = self.read_summary()
         summary.update(fields)
         write_json_atomic(self.file("summary.json"), summary)
+        for observer in self.observers:
+            observer.on_summary(summary)
         return summary
 
     # -- checkpoints ------------------------------------------------------------------------------

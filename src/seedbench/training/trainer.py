@@ -97,6 +97,11 @@ class Trainer:
             self.run_dir.truncate_logs_after(self.counters["iteration"])
         elif resume:
             self.run_dir.truncate_logs_after(0)
+        from seedbench.tracking import open_tracker
+
+        self.tracker = open_tracker(config.track, out, to_dict(config), resume, self.counters["iteration"])
+        if self.tracker is not None:
+            self.run_dir.observers.append(self.tracker)
         self._write_summary(complete=False)
 
     # -- setup ------------------------------------------------------------------------------------
@@ -193,6 +198,7 @@ class Trainer:
         prompts = [s.prompt_ids for s in samples]
         responses = [s.response_ids for s in samples]
         old_logp = self.context.score(prompts, responses)
+        self._log_token_signals(samples, old_logp, trajectories)
         check_metrics = self._check_logprobs(samples, old_logp, trajectories)
         ref_logp = None
         if self.needs_reference:
@@ -236,6 +242,31 @@ class Trainer:
                "train/samples": len(samples), "train/response_tokens": token_total, **check_metrics}
         out.update({k: v / max(token_total, 1) for k, v in totals.items()})
         return out
+
+    def _log_token_signals(self, samples: list[TrainSample], old_logp, trajectories) -> None:
+        """Save the agent's per-token signals (`Agent.token_signals`) of the first
+        ``token_signal_trajectories`` trajectories that have any, one ``token_signals.jsonl`` record per
+        step: ``iteration``, ``episode_id``, ``step``, ``tokens`` (each response token decoded alone) and
+        ``signals`` ({name: one value per token})."""
+        limit = self.config.token_signal_trajectories
+        if limit <= 0 or not trajectories:
+            return
+        signals = self.agent.token_signals(samples, old_logp)
+        chosen: list[int] = []
+        tokenizer = self.policy.tokenizer
+        for sample, values in zip(samples, signals):
+            if values is None:
+                continue
+            if sample.traj_index not in chosen:
+                if len(chosen) >= limit:
+                    continue
+                chosen.append(sample.traj_index)
+            traj = trajectories[sample.traj_index]
+            step = next((s.step for s in traj.steps if list(s.response_ids) == list(sample.response_ids)), None)
+            self.run_dir.log("token_signals.jsonl", {
+                "iteration": self.counters["iteration"] + 1, "episode_id": traj.episode_id, "step": step,
+                "tokens": [tokenizer.decode([t]) for t in sample.response_ids],
+                "signals": {name: [round(float(v), 5) for v in vals] for name, vals in values.items()}})
 
     def _check_logprobs(self, samples, old_logp, trajectories) -> dict[str, float]:
         """Engine vs trainer log-probs of the sampled tokens; warns when they disagree (biased PPO ratios).
@@ -356,6 +387,10 @@ class Trainer:
     def close(self) -> None:
         from seedbench.engines.factory import close_engine
 
+        if getattr(self, "tracker", None) is not None:
+            self.tracker.close()
+            self.run_dir.observers.remove(self.tracker)
+            self.tracker = None
         self.train_envs.close()
         self.evaluator.close()
         close_engine(self.engine)

@@ -36,6 +36,7 @@ from seedbench.agents.base import MiniBatch, PreparedUpdate
 from seedbench.agents.grpo import GRPOAgent, GRPOConfig
 from seedbench.config import ConfigError, Count, NonNegative, Positive
 from seedbench.rollout.prompting import FORMAT_MARKER, insert_skill, render_prompt
+from seedbench.rollout.prompting import current_observation, insert_skill, render_prompt  # noqa: F401 - re-exported
 
 ANALYZER_SFT_MARKER = "seedbench_analyzer_sft.json"
 """Written by ``seedbench sft-analyzer`` into the checkpoint it saves (stage 1)."""
@@ -311,6 +312,22 @@ class SEEDAgent(GRPOAgent):
                 "raw": raw[t][:4000] if raw[t] is not None else None, **extra[t],
             })
         return analyses, records
+
+    def token_signals(self, samples: list, old_logp: list[list[float]]) -> list[dict[str, list[float]] | None]:
+        """``gap`` = teacher − student log-prob and ``gate`` = sigmoid(β·gap) of every re-scored sample, at the
+        pre-update weights: the gate the update's first mini-batch applies (later mini-batches see it move
+        with the weights). Samples without a skill have none."""
+        import math
+
+        beta, out = self.config.gate_beta, []
+        for sample, student in zip(samples, old_logp):
+            teacher, mask = sample.extras.get("teacher_logp"), sample.extras.get("opd_mask")
+            if not teacher or not mask or not mask[0]:
+                out.append(None)
+                continue
+            gap = [float(t) - float(s) for t, s in zip(teacher, student)]
+            out.append({"gate": [1.0 / (1.0 + math.exp(-beta * g)) for g in gap], "gap": gap})
+        return out
 
     def loss(self, mb: MiniBatch) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
         loss, metrics = super().loss(mb)
