@@ -60,6 +60,41 @@ def test_sample_layout_maps_global_minibatches_to_each_ranks_samples():
     assert one.local([2, 0]) == [2, 0] and one.micro_batches([2, 0, 1], 2) == 2
 
 
+def test_resource_totals_sum_ranks_and_add_to_the_previous_session():
+    from seedbench.training.resources import ResourceMeter
+
+    meter = ResourceMeter({"cpu_seconds": 10.0, "gpu_seconds": 4.0, "wall_seconds": 5.0, "sessions": 1})
+    ranks = [{"cpu_seconds": 3.0, "gpu_seconds": 2.0, "wall_seconds": 2.0},
+             {"cpu_seconds": 1.5, "gpu_seconds": 2.5, "wall_seconds": 2.5}]
+    assert meter.totals(ranks) == {"cpu_seconds": 14.5, "gpu_seconds": 8.5, "wall_seconds": 7.5, "processes": 2,
+                                   "gpus": 2, "sessions": 2}
+    meter.gpus = 1
+    now = meter.current()
+    assert now["gpu_seconds"] == pytest.approx(now["wall_seconds"]) and now["cpu_seconds"] >= 0
+
+
+def test_report_shows_compute_per_agent(tmp_path):
+    from seedbench.report.build import build_document, ReportOptions
+    from seedbench.report.data import Run
+    from seedbench.report.document import Table
+
+    def run(agent, seed, cpu, gpu):
+        return Run(run=f"{agent}{seed}", path=tmp_path, env="choice", agent=agent, model="tiny", seed=seed,
+                   complete=True, iterations_done=1, summary={"resources": {"cpu_seconds": cpu, "gpu_seconds": gpu,
+                                                                             "wall_seconds": 2.0}})
+
+    doc, _ = build_document([run("grpo", 0, 10.0, 0.0), run("grpo", 1, 20.0, 6.0), run("seed", 0, 7.0, 1.0)],
+                            ReportOptions(plots=False, n_resamples=50))
+    compute = next(s for s in doc.sections if s.title == "Compute")
+    table = next(b for b in compute.blocks if isinstance(b, Table))
+    assert table.rows == [["choice", "tiny", "grpo", "2", "15.0", "3.0", "2.0", "30.0", "6.0"],
+                          ["choice", "tiny", "seed", "1", "7.0", "1.0", "2.0", "7.0", "1.0"]]
+    older = run("grpo", 0, 1.0, 0.0)
+    older.summary = {}  # a run from before resource accounting: no Compute section at all
+    titles = [s.title for s in build_document([older], ReportOptions(plots=False, n_resamples=50))[0].sections]
+    assert "Compute" not in titles and "Protocol cards" in titles
+
+
 # ----------------------------------------------------------------------------------------------------
 # Two ranks against one process
 
