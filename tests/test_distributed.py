@@ -115,7 +115,7 @@ def test_one_update_on_two_ranks_matches_one_process(tmp_path):
     print(f"max |θ_1proc − θ_2ranks| = {diff:.3g} after an update that moved θ by up to {moved:.3g}")
     assert start == 0.0  # both start from the same weights
     assert moved > 1e-3  # the update did something (lr 0.01, four Adam steps)
-    assert diff < 1e-4  # float summation order only: ~1e-5 measured; a per-rank token mean gives ~1e-3
+    assert diff < 1e-4  # float summation order: 1.1e-5 measured; a DDP-style mean of per-rank token means: 7.6e-2
     m1, m2 = one["metrics"], two["metrics"]
     assert m1["train/samples"] == m2["train/samples"] == 7
     assert m1["train/response_tokens"] == m2["train/response_tokens"]
