@@ -132,6 +132,9 @@ def test_two_rank_tiny_run_has_the_one_process_schema_and_counts(tmp_path):
     two_s = _run(TORCHRUN + _run_cli(tmp_path / "two", 2))
     print(f"2-iteration tiny run: one process {one_s:.1f}s, two ranks {two_s:.1f}s (wall, incl. start-up)")
     one, two = tmp_path / "one", tmp_path / "two"
+    per_iteration = [sum(r["time/iteration_s"] for r in read_jsonl(p / "metrics.jsonl")) / 2 for p in (one, two)]
+    print(f"mean time/iteration_s: one process {per_iteration[0]:.2f}s, two ranks {per_iteration[1]:.2f}s; "
+          f"2-rank resources: {json.loads((two / 'summary.json').read_text())['resources']}")
     assert _metric_keys(one) == _metric_keys(two)
     for path in (one, two):
         records = list(read_jsonl(path / "metrics.jsonl"))
@@ -162,6 +165,7 @@ def _rank_pids(launcher: int) -> dict[int, int]:
     return ranks
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not Path("/proc/self/task").exists(), reason="finds the ranks through /proc (Linux)")
 def test_a_killed_rank_fails_the_run_cleanly_and_resume_completes_it(tmp_path):
     out = tmp_path / "run"

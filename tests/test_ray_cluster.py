@@ -66,6 +66,7 @@ def _kill_first_worker_after_a_checkpoint(spec: ex.ExperimentSpec, done: threadi
     return None
 
 
+@pytest.mark.slow
 def test_ray_cluster_matches_the_local_executor_and_survives_a_killed_worker(tmp_path, cluster, monkeypatch):
     for key, value in DETERMINISTIC.items():
         monkeypatch.setenv(key, value)
