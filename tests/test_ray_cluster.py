@@ -42,6 +42,16 @@ def cluster():
         ray.shutdown()
 
 
+def test_no_cluster_at_the_address_is_a_one_line_error(tmp_path, capsys):
+    # runs before the module's cluster starts: `auto` finds nothing to connect to
+    assert not ray.is_initialized()
+    assert ex.main(["--agent", "grpo", "--env", "choice", "--iterations", "1", "--output", str(tmp_path / "e"),
+                    "--ray-address", "auto"]) == 2
+    out = capsys.readouterr().out
+    assert "no Ray cluster at --ray-address auto: start one (`ray start --head`" in out
+    assert not ray.is_initialized()
+
+
 def _files(run_dir: Path) -> set[str]:
     return {str(p.relative_to(run_dir)) for p in run_dir.rglob("*") if p.is_file()}
 

@@ -481,7 +481,11 @@ class RayExecutor:
     def execute(self, todo: list[tuple[RunSpec, bool]], on_done: Callable[[RunSpec, bool, int, float], None]) -> None:
         ray = self.ray
         if not ray.is_initialized():
-            ray.init(address=self.address)
+            try:
+                ray.init(address=self.address)
+            except ConnectionError as err:
+                raise ExperimentError(f"no Ray cluster at --ray-address {self.address}: start one (`ray start --head`, "
+                                      "docs/scaling.md) or leave out --ray-address to run locally") from err
         task = ray.remote(_ray_task)
         refs = {}
         for run, resume in todo:
