@@ -60,6 +60,48 @@ def test_sample_layout_maps_global_minibatches_to_each_ranks_samples():
     assert one.local([2, 0]) == [2, 0] and one.micro_batches([2, 0, 1], 2) == 2
 
 
+def _rank(rank: int, world: int, others: list | None = None):
+    """A `DataParallel` of the given rank without a process group; `others` = what all_gather returns."""
+    from seedbench.training.distributed import DataParallel
+
+    group = DataParallel.__new__(DataParallel)
+    group.rank, group.world_size, group.is_main = rank, world, rank == 0
+    group.all_gather_object = lambda value: [value if i == rank else others[i] for i in range(world)]
+    return group
+
+
+def test_each_rank_plays_whole_task_groups_with_global_ids():
+    from types import SimpleNamespace
+
+    played = []
+
+    def run_episodes(envs, env, engine, tokenizer, tasks, group_size=1, episode_prefix=""):
+        played.append(list(tasks))  # ids as the rollout gives them: local task index, member
+        return [SimpleNamespace(episode_id=f"{episode_prefix}{t}-{m}", group_id=t, task=task)
+                for t, task in enumerate(tasks) for m in range(group_size)], None
+
+    tasks = ["a", "b", "c", "d", "e"]
+    trajs, _ = _rank(1, 2).shard_rollout(run_episodes)(None, None, None, None, tasks, group_size=2, episode_prefix="it3-")
+    assert played == [["d", "e"]]  # rank 0 plays a, b, c (the first n % world ranks take one more)
+    assert [(t.episode_id, t.group_id, t.task) for t in trajs] == [
+        ("it3-3-0", 3, "d"), ("it3-3-1", 3, "d"), ("it3-4-0", 4, "e"), ("it3-4-1", 4, "e")]
+    with pytest.raises(Exception, match="cannot be shared by 2 ranks"):
+        _rank(0, 2).shard_rollout(run_episodes)(None, None, None, None, ["a"], group_size=2)
+
+
+def test_gathered_rollout_sums_counts_and_averages_agent_metrics():
+    from seedbench.rollout.types import RolloutStats
+
+    other = (["t2"], RolloutStats(env_time_s=1.0, generation_time_s=4.0, generated_tokens=5, env_steps=3),
+             {"seed/analysed": 3.0, "seed/note": None})
+    trajs, stats, metrics = _rank(0, 2, [None, other]).gather_rollout(
+        ["t0", "t1"], RolloutStats(env_time_s=2.0, generation_time_s=1.0, generated_tokens=1, env_steps=1),
+        {"seed/analysed": 1.0, "seed/note": 0.5})
+    assert trajs == ["t0", "t1", "t2"]  # rank order = task order
+    assert stats == RolloutStats(env_time_s=2.0, generation_time_s=4.0, generated_tokens=6, env_steps=4)
+    assert metrics == {"seed/analysed": 2.0, "seed/note": 0.5}  # a None on some rank: this rank's value
+
+
 def test_resource_totals_sum_ranks_and_add_to_the_previous_session():
     from seedbench.training.resources import ResourceMeter
 

@@ -161,9 +161,10 @@ class DataParallel(SingleProcess):
                 combine = max if name.endswith("_s") else (lambda a, b: a + b)
                 setattr(total, name, combine(getattr(total, name), value))
         averaged: dict[str, Any] = {}
-        for key in metrics:
+        for key, own in metrics.items():
             values = [m.get(key) for _, _, m in parts]
-            averaged[key] = None if any(v is None for v in values) else float(sum(values) / len(values))
+            numbers = all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values)
+            averaged[key] = float(sum(values) / len(values)) if numbers else own  # None or text: this rank's
         return merged, total, averaged
 
     # -- update -----------------------------------------------------------------------------------
