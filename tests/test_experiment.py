@@ -252,7 +252,7 @@ def test_ray_executor_requests_resources_per_run(tmp_path, monkeypatch):
     outcomes = ex.run_experiment(spec, ray_address="ray://head:10001", command_prefix=FAKE, echo=lambda _: None)
     assert [o.status for o in outcomes] == ["completed"] * 4
     assert fake.address == "ray://head:10001"
-    assert fake.requests == [{"num_gpus": 1.0, "num_cpus": 4}] * 4
+    assert fake.requests == [{"num_gpus": 1.0, "num_cpus": 4, "max_retries": 3}] * 4
 
 
 def test_ray_missing_is_a_clear_error(tmp_path, monkeypatch, capsys):

@@ -230,6 +230,24 @@ def _protocol_section(runs: list[Run], warnings: list[str]) -> Section:
     return section
 
 
+def _resources_section(runs: list[Run]) -> Section | None:
+    """What the runs cost (summary.json ``resources``), so equal scores at unequal compute are visible."""
+    rows = T.resource_rows(runs)
+    if not rows:
+        return None
+    section = Section("Compute")
+    section.add(Text("CPU-seconds (every process of a run, its finished children included) and GPU-seconds "
+                     "(wall time × GPUs held) per run, mean over the runs that recorded them, and the total. "
+                     "A resumed run counts the work redone after its kill."))
+    section.add(Table(["env", "model", "agent", "runs", "CPU-s / run", "GPU-s / run", "wall-s / run", "CPU-s total",
+                       "GPU-s total"],
+                      [[r["env"], r["model"], r["agent"], str(r["runs"]), f"{r['cpu_s_per_run']:.1f}",
+                        f"{r['gpu_s_per_run']:.1f}", f"{r['wall_s_per_run']:.1f}", f"{r['cpu_s_total']:.1f}",
+                        f"{r['gpu_s_total']:.1f}"] for r in rows],
+                      numeric=[False] * 3 + [True] * 6))
+    return section
+
+
 def _manifest_section(all_runs: list[Run], used: list[Run], opts: ReportOptions) -> Section:
     import seedbench
 
@@ -289,6 +307,9 @@ def build_document(all_runs: list[Run], opts: ReportOptions) -> tuple[Document, 
         if maybe is not None:
             body.append(maybe)
     body.append(_protocol_section(used, warnings))
+    compute = _resources_section(used)
+    if compute is not None:
+        body.append(compute)
     body.append(_manifest_section(all_runs, used, opts))
     overview.add(Section("Warnings", [Bullets(warnings) if warnings else Text("None.")]))
     doc.sections = [overview, *body]

@@ -413,3 +413,24 @@ def package_versions(runs: Sequence[Run]) -> dict[str, list[str]]:
         for name, version in (run.summary.get("packages") or {}).items():
             versions[name].add(str(version))
     return {name: sorted(v) for name, v in sorted(versions.items())}
+
+
+def resource_rows(runs: Sequence[Run]) -> list[dict[str, Any]]:
+    """Compute per (env, model, agent) from each run's ``summary.json`` ``resources`` (see
+    `seedbench.training.resources`): runs measured, mean CPU-, GPU- and wall-seconds per run, and the
+    group's total CPU- and GPU-seconds. Runs without the entry (older runs) are left out."""
+    groups: dict[tuple[str, str, str], list[dict[str, Any]]] = {}
+    for run in runs:
+        used = run.summary.get("resources")
+        if isinstance(used, dict):
+            groups.setdefault((run.env, run.model, run.agent), []).append(used)
+    rows = []
+    for (env, model, agent), entries in sorted(groups.items()):
+        cpu = [float(e.get("cpu_seconds", 0.0)) for e in entries]
+        gpu = [float(e.get("gpu_seconds", 0.0)) for e in entries]
+        wall = [float(e.get("wall_seconds", 0.0)) for e in entries]
+        rows.append({"env": env, "model": model, "agent": agent, "runs": len(entries),
+                     "cpu_s_per_run": float(np.mean(cpu)), "gpu_s_per_run": float(np.mean(gpu)),
+                     "wall_s_per_run": float(np.mean(wall)), "cpu_s_total": float(sum(cpu)),
+                     "gpu_s_total": float(sum(gpu))})
+    return rows

@@ -28,6 +28,8 @@ from seedbench.seeding import seed_everything as _seed_everything
 from seedbench.envs.batch import EnvBatch, LocalEnvs
 from seedbench.provenance import env_provenance, task_list_hash, write_eval_tasks
 from seedbench.training.evaluate import Evaluator, success_table  # noqa: F401 - re-exported
+from seedbench.training import distributed
+from seedbench.training.resources import ResourceMeter, gpus_held
 from seedbench.training.rundir import RunDir, default_run_name, git_hash, package_versions
 from seedbench.models.scoring import forward_logprobs
 
@@ -50,17 +52,22 @@ class Trainer:
     def __init__(self, config: RunConfig, resume: bool = False):
         validate_config(config)  # every field and cross-field check, before anything is written or loaded
         self.config = config
+        # [distributed] one process, or one rank of a torchrun group (seedbench.training.distributed)
+        self.dist = distributed.from_environment()
         entry = resolve_env(config.env)
         self.env_entry = entry
         agent_cls, agent_config = build_agent(config)
         out = Path(config.output) if config.output else Path("runs") / default_run_name(
             entry.alias, config.agent, config.model.name, config.seed)
+        out = Path(self.dist.broadcast_object(str(out)))  # [distributed] rank 0's default name on every rank
         config.output = str(out)
-        self.run_dir = RunDir(out)
+        self.run_dir = self.dist.run_dir(out)  # [distributed] only rank 0 writes it
         checkpoint = self.run_dir.latest_checkpoint() if resume else None
         if not resume and out.exists() and any(out.iterdir()):
             raise ConfigError(f"run directory {out} already exists; pass --resume to continue it or choose another --output")
+        self.dist.barrier()  # [distributed] every rank has looked before rank 0 writes
         out.mkdir(parents=True, exist_ok=True)
+        self.resources = ResourceMeter(self.run_dir.read_summary().get("resources") if resume else None)
         if resume and (out / "config.yaml").exists():
             saved = self.run_dir.read_config()
             for key in ("env", "agent", "seed"):
@@ -78,10 +85,13 @@ class Trainer:
         # One rule, asked before the model loads: load the reference exactly when updates will use it.
         self.needs_reference = agent_cls.needs_reference(agent_config)
         self.policy = load_policy(config.model, need_reference=self.needs_reference, seed=config.seed)
+        self.dist.prepare_model(self.policy.model, config.seed)  # [distributed] rank 0's weights everywhere
+        self.resources.gpus = gpus_held(self.policy.device)
         from seedbench.engines.factory import make_engine
 
         self.engine = make_engine(config.engine, self.policy, config)
-        self.run_episodes = choose_rollout(config.rollout.scheduler, self.engine)
+        # [distributed] each rank plays its share of the task groups; evaluation shards and gathers
+        self.run_episodes = self.dist.shard_rollout(choose_rollout(config.rollout.scheduler, self.engine))
         self.context = AgentContext(self.policy, self.engine, self.env, self.run_dir, config, self.sampling)
         self.agent: Agent = agent_cls(agent_config, self.context)
         self.optimizer = torch.optim.AdamW([p for p in self.policy.model.parameters() if p.requires_grad],
@@ -89,7 +99,8 @@ class Trainer:
         group = config.rollout.tasks_per_batch * config.rollout.group_size
         self.train_envs = self._make_envs(group)
         self.counters = {"iteration": 0, "trajectories": 0, "env_steps": 0, "generated_tokens": 0}
-        self.evaluator = Evaluator(config, self.env, self.engine, self.policy.tokenizer, self.run_episodes,
+        self.evaluator = Evaluator(config, self.env, self.engine, self.policy.tokenizer,
+                                   self.dist.shard_rollout(choose_rollout(config.rollout.scheduler, self.engine), gather=True),
                                    self._make_envs, self.agent.transform_eval_prompt)
         self.eval_tasks = self.evaluator.tasks
         if checkpoint is not None:
@@ -127,7 +138,7 @@ class Trainer:
                 self.save_checkpoint()
         if not any(r.get("iteration") == cfg.iterations for r in self.run_dir.records("eval.jsonl")) and cfg.iterations > 0:
             self.evaluate()
-        if cfg.save_final_model:
+        if cfg.save_final_model and self.dist.is_main:
             from seedbench.models.policy import save_policy
 
             save_policy(self.policy, self.run_dir.path / "final_model")
@@ -153,6 +164,10 @@ class Trainer:
         self.engine.sync_weights()
         t_end = time.perf_counter()
 
+        # [distributed] metrics and episode logs cover every rank's trajectories
+        trajectories, rstats, prepared.metrics = self.dist.gather_rollout(trajectories, rstats, prepared.metrics)
+        kept = [t for t in trajectories if not t.dropped]
+        rewards = episode_rewards(kept, cfg.rollout.reward)
         self.counters["iteration"] = iteration
         self.counters["trajectories"] += len(trajectories)
         self.counters["env_steps"] += rstats.env_steps
@@ -192,7 +207,9 @@ class Trainer:
         samples; old and reference log-probs are computed first with the pre-update weights, and the old
         ones are checked against the engine's sampled log-probs of the same tokens (`trajectories`)."""
         samples = prepared.samples
-        if not samples:
+        # [distributed] mini-batches are cut from the global sample list (all ranks' samples in rank order)
+        layout = self.dist.sample_layout([len(s.response_ids) for s in samples])
+        if not layout.lengths:
             return {"train/loss": 0.0, "train/samples": 0}
         cfg, policy = self.config.optim, self.policy
         prompts = [s.prompt_ids for s in samples]
@@ -206,9 +223,9 @@ class Trainer:
                 ref_logp = self.context.score(prompts, responses, model=ref_model)
         want_entropy = self.agent.config.entropy_coef > 0
         totals: dict[str, float] = {}
-        token_total = 0
+        token_total, steps, grad_norm_sum = 0, 0, 0.0
         policy.model.train()
-        order = list(range(len(samples)))
+        order = list(range(len(layout.lengths)))
         rng = random.Random(self.config.seed * 1_000_003 + self.counters["iteration"])
         num_updates = cfg.ppo_epochs * ((len(order) + cfg.mini_batch_size - 1) // cfg.mini_batch_size)
         bar = progress_bar(total=num_updates, desc="update", unit="minibatch")
@@ -216,12 +233,13 @@ class Trainer:
             rng.shuffle(order)
             for start in range(0, len(order), cfg.mini_batch_size):
                 bar.update(1)
-                mini = order[start : start + cfg.mini_batch_size]
-                tokens = sum(len(responses[i]) for i in mini)
+                global_mini = order[start : start + cfg.mini_batch_size]
+                tokens = sum(layout.lengths[i] for i in global_mini)  # [distributed] the global token-mean denominator
                 if tokens == 0:
                     continue
                 self.optimizer.zero_grad(set_to_none=True)
-                micro_batches = (len(mini) + cfg.micro_batch_size - 1) // cfg.micro_batch_size
+                mini = layout.local(global_mini)  # [distributed] this rank's members (all of them in one process)
+                micro_batches = layout.micro_batches(global_mini, cfg.micro_batch_size)
                 for micro_start in range(0, len(mini), cfg.micro_batch_size):
                     micro = mini[micro_start : micro_start + cfg.micro_batch_size]
                     mb = self._micro_batch(micro, samples, old_logp, ref_logp, want_entropy, prepared.update_info,
@@ -231,15 +249,16 @@ class Trainer:
                     totals["train/loss"] = totals.get("train/loss", 0.0) + float(loss_sum.detach())
                     for key, value in metric_sums.items():
                         totals[key] = totals.get(key, 0.0) + float(value)
+                self.dist.all_reduce_grads(policy.model.parameters())  # [distributed] sum of ranks' shares
                 grad_norm = torch.nn.utils.clip_grad_norm_(policy.model.parameters(), cfg.grad_clip)
-                totals["train/grad_norm_sum"] = totals.get("train/grad_norm_sum", 0.0) + float(grad_norm)
-                totals["train/optimizer_steps"] = totals.get("train/optimizer_steps", 0.0) + 1
+                grad_norm_sum += float(grad_norm)
+                steps += 1
                 self.optimizer.step()
                 token_total += tokens
         bar.close()
-        steps = max(totals.pop("train/optimizer_steps", 0.0), 1.0)
-        out = {"train/grad_norm": totals.pop("train/grad_norm_sum", 0.0) / steps,
-               "train/samples": len(samples), "train/response_tokens": token_total, **check_metrics}
+        totals = self.dist.sum_values(totals)  # [distributed] token sums of every rank
+        out = {"train/grad_norm": grad_norm_sum / max(steps, 1),
+               "train/samples": len(layout.lengths), "train/response_tokens": token_total, **check_metrics}
         out.update({k: v / max(token_total, 1) for k, v in totals.items()})
         return out
 
@@ -333,12 +352,18 @@ class Trainer:
         return results
 
     # -- checkpoints and summary ------------------------------------------------------------------
-    def save_checkpoint(self) -> Path:
+    def save_checkpoint(self) -> Path | None:
+        rng_ranks = self.dist.all_gather_object(_rng_state())  # [distributed] each rank's stream; rank 0 saves
+        if not self.dist.is_main:
+            return None
         path = self.run_dir.new_checkpoint_dir(self.counters["iteration"])
         model = self.policy.model
         torch.save({k: v for k, v in model.state_dict().items()}, path / "model.pt")
         torch.save(self.optimizer.state_dict(), path / "optimizer.pt")
-        torch.save({"counters": dict(self.counters), "rng": _rng_state()}, path / "state.pt")
+        state = {"counters": dict(self.counters), "rng": rng_ranks[0]}
+        if len(rng_ranks) > 1:
+            state["rng_ranks"] = rng_ranks
+        torch.save(state, path / "state.pt")
         self.run_dir.finish_checkpoint(path, self.config.keep_checkpoints)
         return path
 
@@ -347,11 +372,14 @@ class Trainer:
         self.optimizer.load_state_dict(torch.load(path / "optimizer.pt", map_location=self.policy.device))
         state = torch.load(path / "state.pt", weights_only=False)
         self.counters.update(state["counters"])
-        _set_rng_state(state["rng"])
+        _set_rng_state(self.dist.rng_state_of_rank(state))
         self.engine.sync_weights()
         print(f"seedbench: resumed {self.run_dir.path} from iteration {self.counters['iteration']}", flush=True)
 
     def _write_summary(self, complete: bool) -> None:
+        resources = self.resources.totals(self.dist.all_gather_object(self.resources.current()))
+        if not self.dist.is_main:  # [distributed] only rank 0 writes the run directory
+            return
         evals = self.run_dir.records("eval.jsonl")
         final = {}
         for record in evals:
@@ -382,6 +410,7 @@ class Trainer:
             data=data,
             final=final,
             timing={"mean_iteration_s": float(np.mean([r["time/iteration_s"] for r in timing])) if timing else None},
+            resources=resources,
         )
 
     def close(self) -> None:
@@ -394,6 +423,7 @@ class Trainer:
         self.train_envs.close()
         self.evaluator.close()
         close_engine(self.engine)
+        self.dist.close()
 
 
 def make_env_batch(config: RunConfig, alias: str, env: Any, num: int):
