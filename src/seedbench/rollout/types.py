@@ -7,6 +7,7 @@ here imports torch or an env.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -32,6 +33,9 @@ class StepSample:
     action: str
     action_valid: bool
     env_reward: float
+    image: Any = None
+    """The frame (uint8 H×W×3 ndarray) of the observation this step's prompt showed, or None (text env);
+    not serialised inline (the run directory stores frames as PNG files)."""
 
 
 @dataclass
