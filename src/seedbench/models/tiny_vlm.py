@@ -75,7 +75,7 @@ def tiny_vlm(seed: int = 0, init_std: float = 0.02, tokenizer=None):
     config = vlm_config(
         tokenizer,
         text=dict(hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
-                  num_key_value_heads=2, max_position_embeddings=4096,
+                  num_key_value_heads=2, max_position_embeddings=32768,
                   rope_parameters={"rope_type": "default", "rope_theta": 10000.0, "mrope_section": [2, 3, 3]}),
         vision=dict(depth=2, hidden_size=32, intermediate_size=64, num_heads=2, out_hidden_size=64,
                     fullatt_block_indexes=[1], window_size=56),
