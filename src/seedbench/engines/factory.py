@@ -15,6 +15,7 @@ from typing import Any
 
 from seedbench.engines.base import GenerationEngine
 from seedbench.engines.hf import HFEngine
+from seedbench.models.vision import is_vision_model
 
 ENGINE_NAMES = ("auto", "hf", "vllm")
 VLLM_INSTALL_HINT = (
@@ -47,6 +48,11 @@ def make_engine(name: str, policy: Any, config: Any) -> GenerationEngine:
     optional ``config.vllm`` section (see `vllm_options`). Missing fields fall back to defaults, so a
     bare namespace works in tests."""
     resolved = resolve_engine_name(name)
+    if resolved == "vllm" and is_vision_model(policy.model):
+        if name != "auto":
+            raise ValueError("--engine vllm does not run vision policies yet (their prompts carry pixels that the "
+                             "vLLM engine does not pass on); use --engine hf, see docs/vlm.md")
+        resolved = "hf"  # auto: the engine that handles images
     rollout = getattr(config, "rollout", None)
     batch_size = getattr(rollout, "generation_batch_size", 32)
     if resolved == "hf":

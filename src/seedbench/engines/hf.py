@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from seedbench.engines.base import Generation, GenerationEngine, SamplingParams, eos_ids, response_length
+from seedbench.models.vision import is_vision_model, placeholder_ids, vision_inputs
 from seedbench.models.weights import frozen_copy, merged_weights
 
 
@@ -75,7 +76,11 @@ class HFEngine:
             return_dict_in_generate=True,
         )
         temperature = 1.0 if params.greedy else params.temperature
-        recorder = _LogprobRecorder(temperature)
+        never = placeholder_ids(self.model) if is_vision_model(self.model) else []
+        if never:  # pixels, grids and mm_token_type_ids ride on the prompts (seedbench.models.vision)
+            kwargs.update({k: v.to(self.device) for k, v in vision_inputs(prompts, input_ids, width, never[0]).items()})
+            kwargs["repetition_penalty"] = 1.0  # Qwen2.5-VL's generation_config sets 1.05: not the scored distribution
+        recorder = _LogprobRecorder(temperature, never)
         kwargs["logits_processor"] = LogitsProcessorList([recorder])
         if params.greedy:
             kwargs.update(do_sample=False, temperature=None, top_p=None, top_k=None)
@@ -106,16 +111,21 @@ class _LogprobRecorder:
     """Records the log-prob of each sampled token while `generate` runs, keeping one [B, V] distribution
     at a time. (`output_logits=True` keeps every step's [B, V] logits: gigabytes for long analyses with a
     49k vocabulary.) Custom processors run before transformers' temperature/top-p warpers, so the scores
-    seen here are the raw logits; we apply the temperature ourselves."""
+    seen here are the raw logits; we apply the temperature ourselves. `never` (a vision model's
+    placeholder ids) are removed from the distribution here, before sampling and recording, exactly as
+    the scoring forward removes them."""
 
-    def __init__(self, temperature: float):
+    def __init__(self, temperature: float, never: list[int] | None = None):
         self.temperature = temperature
+        self.never = list(never or [])
         self.previous = None
         self.logprobs: list = []
 
     def __call__(self, input_ids, scores):
         import torch
 
+        if self.never:
+            scores = scores.index_fill(-1, torch.tensor(self.never, device=scores.device), float("-inf"))
         if self.previous is not None:
             self.logprobs.append(self.previous.gather(1, input_ids[:, -1:]).squeeze(1))
         self.previous = torch.log_softmax(scores.float() / self.temperature, dim=-1)

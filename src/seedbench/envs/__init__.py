@@ -18,6 +18,19 @@ CATALOGUE: list[EnvEntry] = [
         description="trivial one-step test env: say 'left' or 'right', one of them is rewarded",
     ),
     EnvEntry(
+        alias="image-choice",
+        env_id="seedbench/ImageChoice-v0",
+        entry_point="seedbench.envs.image_choice:ImageChoiceEnv",
+        description="one-step vision test env: red image → left, blue → right (the answer is only in the image)",
+    ),
+    EnvEntry(
+        alias="image-choice-blank",
+        env_id="seedbench/ImageChoiceBlank-v0",
+        entry_point="seedbench.envs.image_choice:ImageChoiceEnv",
+        description="image-choice with a uniform grey frame: the control that stays at chance",
+        kwargs={"blank": True},
+    ),
+    EnvEntry(
         alias="sokoban",
         env_id="seedbench/Sokoban-v0",
         entry_point="seedbench.envs.sokoban:SokobanEnv",

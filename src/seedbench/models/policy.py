@@ -19,6 +19,9 @@ from typing import Any
 from seedbench.config import ConfigError, ModelConfig
 from seedbench.models.embedded import EMBEDDED_ALIASES
 from seedbench.models.tiny import TINY_NAME
+from seedbench.models.tiny_vlm import TINY_VLM_NAME
+from seedbench.models.vision import renderer_of
+from seedbench.models.vlm import LORA_LANGUAGE_ONLY, freeze_vision_tower, is_vision_source, load_vision_model
 from seedbench.models.weights import frozen_copy, merged_copy
 
 
@@ -102,6 +105,18 @@ def _checksum_dir(path: Path) -> str:
     return "dir-sha256:" + digest.hexdigest()
 
 
+def checkpoint_checksum(name: str) -> tuple[str, str]:
+    """(source, checksum) of a local checkpoint folder or a hub id."""
+    path = Path(name)
+    if not path.exists():
+        return name, f"hub:{name}"
+    if not (path / "config.json").exists():
+        raise ConfigError(f"model path {path} has no config.json; pass an HF checkpoint directory")
+    marker = path / "seedbench_model.json"
+    checksum = json.loads(marker.read_text())["checksum"] if marker.exists() else _checksum_dir(path)
+    return str(path), checksum
+
+
 def load_policy(config: ModelConfig, *, need_reference: bool = True, seed: int = 0) -> Policy:
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
@@ -109,7 +124,12 @@ def load_policy(config: ModelConfig, *, need_reference: bool = True, seed: int =
     device = resolve_device(config.device)
     dtype = resolve_dtype(config.dtype, device)
     name = config.name
-    if name == TINY_NAME:
+    vision = is_vision_source(name)
+    if vision:
+        model, tokenizer, source, checksum = load_vision_model(name, config.max_images, seed)
+        if name == TINY_VLM_NAME:
+            dtype = torch.float32  # as for `tiny`: exact CPU tests
+    elif name == TINY_NAME:
         from seedbench.models.tiny import tiny_model, tiny_tokenizer
 
         tokenizer = tiny_tokenizer()
@@ -123,15 +143,7 @@ def load_policy(config: ModelConfig, *, need_reference: bool = True, seed: int =
             path, gguf_sha = converted_dir()
             source, checksum = str(path), "gguf-sha256:" + gguf_sha
         else:
-            path = Path(name)
-            if path.exists():
-                if not (path / "config.json").exists():
-                    raise ConfigError(f"model path {path} has no config.json; pass an HF checkpoint directory")
-                marker = path / "seedbench_model.json"
-                checksum = json.loads(marker.read_text())["checksum"] if marker.exists() else _checksum_dir(path)
-                source = str(path)
-            else:
-                source, checksum = name, f"hub:{name}"
+            source, checksum = checkpoint_checksum(name)
         tokenizer = AutoTokenizer.from_pretrained(source)
         model = AutoModelForCausalLM.from_pretrained(source, dtype=torch.float32)
     if tokenizer.pad_token is None:
@@ -141,14 +153,18 @@ def load_policy(config: ModelConfig, *, need_reference: bool = True, seed: int =
     if config.gradient_checkpointing:
         model.gradient_checkpointing_enable()
     lora = config.lora_rank > 0
+    freeze = vision and config.freeze_vision
     ref_model = None
     if lora:
         from peft import LoraConfig, get_peft_model
 
+        targets = LORA_LANGUAGE_ONLY if freeze else "all-linear"
         model = get_peft_model(model, LoraConfig(r=config.lora_rank, lora_alpha=config.lora_alpha,
-                                                 target_modules="all-linear", task_type="CAUSAL_LM"))
+                                                 target_modules=targets, task_type="CAUSAL_LM"))
     elif need_reference:
         ref_model = frozen_copy(model, dtype)
+    if freeze and not lora:
+        freeze_vision_tower(model)
     return Policy(model=model, tokenizer=tokenizer, ref_model=ref_model, device=device, name=name,
                   checksum=checksum, source=source, lora=lora, compute_dtype=dtype)
 
@@ -159,4 +175,7 @@ def save_policy(policy: Policy, path: Path) -> None:
     model = merged_copy(policy.model) if policy.lora else policy.model
     model.save_pretrained(path)
     policy.tokenizer.save_pretrained(path)
+    renderer = renderer_of(policy.tokenizer)
+    if renderer is not None:  # a vision policy: its image processor (preprocessor_config.json) too
+        renderer.image_processor.save_pretrained(path)
     (path / "seedbench_model.json").write_text(json.dumps({"checksum": _checksum_dir(path), "base": policy.checksum}))

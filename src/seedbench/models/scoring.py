@@ -42,15 +42,29 @@ def pad_batch(prompts: list[list[int]], responses: list[list[int]], pad_id: int)
     return input_ids, attention, positions, targets, mask
 
 
-def response_logits(model: Any, input_ids, attention, positions, response_width: int):
+def response_logits(model: Any, input_ids, attention, positions, response_width: int, **extra):
     """Logits [B, L, V] predicting the L response columns of a `pad_batch` layout (only those are
-    projected onto the vocabulary; models without ``logits_to_keep`` project everything, then slice)."""
+    projected onto the vocabulary; models without ``logits_to_keep`` project everything, then slice).
+    `extra`: a vision model's pixel inputs (`seedbench.models.vision.vision_inputs`)."""
     try:
         logits = model(input_ids=input_ids, attention_mask=attention, position_ids=positions,
-                       logits_to_keep=response_width + 1).logits
+                       logits_to_keep=response_width + 1, **extra).logits
     except TypeError:  # an architecture whose forward has no logits_to_keep
-        logits = model(input_ids=input_ids, attention_mask=attention, position_ids=positions).logits
+        logits = model(input_ids=input_ids, attention_mask=attention, position_ids=positions, **extra).logits
     return logits[:, -(response_width + 1) : -1]
+
+
+def _vision_extras(model: Any, prompts, input_ids, response_width: int, positions):
+    """(extra forward kwargs, positions, placeholder ids) for a vision model; text models: ({}, positions, []).
+    With images the model derives its 3-D M-RoPE positions from ``mm_token_type_ids`` and the grids, so no
+    1-D positions are passed."""
+    from seedbench.models.vision import is_vision_model, placeholder_ids, vision_inputs
+
+    if not is_vision_model(model):
+        return {}, positions, []
+    ids = placeholder_ids(model)
+    extra = vision_inputs(prompts, input_ids, input_ids.shape[1] - response_width, ids[0])
+    return extra, (None if extra else positions), ids
 
 
 def forward_logprobs(model: Any, prompts, responses, pad_id: int, device, *, with_entropy: bool = False,
@@ -59,11 +73,14 @@ def forward_logprobs(model: Any, prompts, responses, pad_id: int, device, *, wit
     tensors [B, L] plus mask [B, L]. Prompt tokens are never scored, so they can never receive loss."""
     input_ids, attention, positions, targets, mask = (t.to(device) for t in pad_batch(prompts, responses, pad_id))
     ctx = autocast if autocast is not None else torch.autocast(device_type=torch.device(device).type, enabled=False)
+    extra, positions, never = _vision_extras(model, prompts, input_ids, targets.shape[1], positions)
     with ctx:
-        logits = response_logits(model, input_ids, attention, positions, targets.shape[1])
+        logits = response_logits(model, input_ids, attention, positions, targets.shape[1], **extra)
     logits = logits.float()
     if temperature != 1.0:
         logits = logits / temperature
+    if never:  # the sampler never draws a vision placeholder, so its distribution excludes them too
+        logits = logits.index_fill(-1, torch.tensor(never, device=logits.device), torch.finfo(logits.dtype).min)
     logp = torch.log_softmax(logits, dim=-1).gather(-1, targets.unsqueeze(-1)).squeeze(-1)
     entropy = entropy_from_logits(logits) if with_entropy else None
     return logp * mask, entropy, mask

@@ -58,6 +58,8 @@ class Episode:
     content: str = ""
     """User message of the pending step, as recorded and trained on (after `transform_prompt`)."""
     prompt_ids: list[int] = field(default_factory=list)
+    frames: list = field(default_factory=list)
+    """The frame of each past step (parallel to `history`; None for text envs)."""
 
     @property
     def done(self) -> bool:
@@ -74,8 +76,16 @@ class Episode:
         )
         if rules.transform_prompt is not None:
             self.content = rules.transform_prompt(self.trajectory, self.content)
-        self.prompt_ids = render_prompt(rules.tokenizer, self.content)
+        self.prompt_ids = render_prompt(rules.tokenizer, self.content, self.shown_frames())
         return self.prompt_ids
+
+    def shown_frames(self) -> list:
+        """Frames of the shown history steps, then the current one (a vision policy keeps the newest
+        ``model.max_images``); empty for text envs."""
+        if self.info.get("image") is None:
+            return []
+        shown = self.frames[-self.rules.history_length:] if self.rules.history_length > 0 else []
+        return [frame for frame in shown if frame is not None] + [self.info["image"]]
 
     def record(self, generation: Generation, result: StepResult | None) -> bool:
         """Record the pending step: `generation` answered the last `prompt`, `result` is what the env's
@@ -93,6 +103,7 @@ class Episode:
             observation=self.observation, action=action, action_valid=valid, env_reward=float(reward),
             image=self.info.get("image"),
         ))
+        self.frames.append(self.info.get("image"))
         shown = action if valid else generation.text.strip()[-INVALID_ACTION_HISTORY_CHARS:]
         self.history.append(HistoryItem(self.observation, shown))
         traj.env_return += float(reward)

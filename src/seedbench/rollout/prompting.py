@@ -91,8 +91,15 @@ def insert_skill(user_content: str, skill: str) -> str:
     return user_content + "\n" + block
 
 
-def render_prompt(tokenizer, user_content: str) -> list[int]:
-    """Token ids of the chat-templated prompt, ending with the assistant generation prompt."""
+def render_prompt(tokenizer, user_content: str, images: Sequence = ()) -> list[int]:
+    """Token ids of the chat-templated prompt, ending with the assistant generation prompt. With `images`
+    (uint8 frames) and a vision policy's tokenizer, a `seedbench.models.vision.PromptIds` that carries
+    them; a text policy's tokenizer ignores them."""
+    from seedbench.models.vision import renderer_of
+
+    renderer = renderer_of(tokenizer) if len(images) else None
+    if renderer is not None:
+        return renderer.render(tokenizer, user_content, images)
     messages = [{"role": "user", "content": user_content}]
     text = tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
     return tokenizer(text, add_special_tokens=False)["input_ids"]

@@ -78,13 +78,20 @@ def compare_logprobs(sampled: Sequence[Sequence[float]], recomputed: Sequence[Se
                         threshold=threshold, length_mismatches=mismatches)
 
 
+def sample_key(prompt_ids: Sequence[int], response_ids: Sequence[int]) -> tuple:
+    """Ids plus the prompt's frames (a vision prompt's ids are equal for any image of the same size)."""
+    from seedbench.models.vision import frames_digest, prompt_images
+
+    return tuple(prompt_ids), frames_digest(prompt_images(prompt_ids)), tuple(response_ids)
+
+
 def sampled_logprobs_by_ids(trajectories: Sequence[Any]) -> dict[tuple, list[float]]:
     """{(prompt ids, response ids): engine log-probs} over every step of `trajectories` (rollout
     `Trajectory` objects), to match train samples, which may be re-ordered or filtered, to their step."""
     table: dict[tuple, list[float]] = {}
     for traj in trajectories:
         for step in traj.steps:
-            table[(tuple(step.prompt_ids), tuple(step.response_ids))] = list(step.sampled_logprobs)
+            table[sample_key(step.prompt_ids, step.response_ids)] = list(step.sampled_logprobs)
     return table
 
 
@@ -96,7 +103,7 @@ def check_train_samples(samples: Sequence[Any], old_logp: Sequence[Sequence[floa
     table = sampled_logprobs_by_ids(trajectories)
     sampled, recomputed = [], []
     for sample, logp in zip(samples, old_logp):
-        engine_logp = table.get((tuple(sample.prompt_ids), tuple(sample.response_ids)))
+        engine_logp = table.get(sample_key(sample.prompt_ids, sample.response_ids))
         if engine_logp is not None:
             sampled.append(engine_logp)
             recomputed.append(logp)

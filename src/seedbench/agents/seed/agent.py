@@ -37,6 +37,8 @@ from seedbench.agents.grpo import GRPOAgent, GRPOConfig
 from seedbench.config import ConfigError, Count, NonNegative, Positive
 from seedbench.rollout.prompting import FORMAT_MARKER, insert_skill, render_prompt
 from seedbench.rollout.prompting import current_observation, insert_skill, render_prompt  # noqa: F401 - re-exported
+from seedbench.models.vision import prompt_images
+from seedbench.rollout.prompting import FORMAT_INSTRUCTION, insert_skill, render_prompt
 
 ANALYZER_SFT_MARKER = "seedbench_analyzer_sft.json"
 """Written by ``seedbench sft-analyzer`` into the checkpoint it saves (stage 1)."""
@@ -234,7 +236,10 @@ class SEEDAgent(GRPOAgent):
 
         tokenizer = self.context.policy.tokenizer
         rescored = [i for i, s in enumerate(samples) if skill_of_traj[s.traj_index] is not None]
-        aug_prompts = [render_prompt(tokenizer, insert_skill(steps[i].user_content, skill_of_traj[samples[i].traj_index]))
+        # Same frames as the acting prompt (a vision policy's PromptIds carries them), so the teacher sees the
+        # images the student saw; the response ids are the identical sampled ones.
+        aug_prompts = [render_prompt(tokenizer, insert_skill(steps[i].user_content, skill_of_traj[samples[i].traj_index]),
+                                     prompt_images(steps[i].prompt_ids))
                        for i in rescored]
         teacher = self.context.score(aug_prompts, [samples[i].response_ids for i in rescored]) if rescored else []
         teacher_of = dict(zip(rescored, teacher))

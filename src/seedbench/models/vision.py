@@ -1,0 +1,156 @@
+"""Image observations for vision-language policies (Qwen2.5-VL family): prompts that carry their pixels.
+
+The whole pipeline passes prompts as token-id lists (token-in/token-out, `seedbench.engines.base`). A
+vision prompt is still such a list — its image placeholders already expanded to one ``<|image_pad|>`` per
+merged vision patch — but of the subclass `PromptIds`, which also carries the frames and the processor's
+``pixel_values`` / ``image_grid_thw`` for them. Everything that only needs ids (batching, length sorting,
+the run directory) is unchanged; the engine's generate call and the scoring forward read the pixels off
+the prompt, so old, reference, teacher and current log-probs all see exactly the images the sampler saw.
+
+`VisionRenderer` turns (user text, frames) into such a prompt. It is attached to the policy's tokenizer
+(`attach_renderer`), so `seedbench.rollout.prompting.render_prompt` — which every prompt goes through —
+renders images for a vision policy and ignores them for a text policy (a vision env keeps its text
+observation, so text policies still play it).
+
+Preprocessing uses the image processor's own PIL backend: the Qwen *processor* classes import torchvision
+through their video part, and a CPU install must not contain torchvision (it breaks transformers' vision
+imports), so only the image processor is loaded (``backend="pil"``). ``qwen-vl-utils`` is not used: it
+imports torchvision at module top; the resizing rule it applies to images (``smart_resize`` to multiples
+of 28 within min/max pixels) is the image processor's own.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+RENDERER_ATTR = "seedbench_vision"
+IMAGE_PAD, VIDEO_PAD, VISION_START, VISION_END = "<|image_pad|>", "<|video_pad|>", "<|vision_start|>", "<|vision_end|>"
+VISION_TOKENS = (VISION_START, VISION_END, IMAGE_PAD, VIDEO_PAD)
+TORCHVISION_WARNING = ("torchvision is installed: transformers' vision imports break with PyPI's CUDA build on CPU; "
+                       "pip uninstall -y torchvision")
+
+
+class PromptIds(list):
+    """Prompt token ids plus the images their ``<|image_pad|>`` runs stand for (empty = text prompt).
+
+    ``pixel_values`` [patches, C·T·P·P] and ``image_grid_thw`` [images, 3] are the image processor's
+    outputs for ``images`` in order; they are computed once at render time and reused by every forward."""
+
+    images: tuple = ()
+    pixel_values: Any = None
+    image_grid_thw: Any = None
+
+    def image_key(self) -> str:
+        """Digest of the frames (order included): two prompts with equal ids but different images differ."""
+        return frames_digest(self.images)
+
+
+def prompt_images(prompt: Sequence[int]) -> tuple:
+    """The frames a prompt carries (``()`` for a plain id list)."""
+    return tuple(getattr(prompt, "images", ()) or ())
+
+
+def frame_id(frame: Any) -> str:
+    """The run-directory id of a frame: sha1 of the array bytes, first 16 hex (the image convention)."""
+    return hashlib.sha1(frame.tobytes()).hexdigest()[:16]
+
+
+def frames_digest(frames: Sequence[Any]) -> str:
+    return "+".join(frame_id(frame) for frame in frames)
+
+
+@dataclass
+class VisionRenderer:
+    """Renders a user message with frames for one vision model.
+
+    The frames go before the text, oldest first, each as ``<|vision_start|><|image_pad|><|vision_end|>``
+    (exactly what Qwen2.5-VL's chat template writes for an ``{"type": "image"}`` item), with the pad
+    expanded to ``t·h·w / merge²`` copies as the Qwen processor does; at most ``max_images`` frames are
+    kept (the newest: the current frame is the last one)."""
+
+    image_processor: Any
+    image_token_id: int
+    max_images: int = 1
+
+    @property
+    def merge_size(self) -> int:
+        return int(getattr(self.image_processor, "merge_size", 2))
+
+    def render(self, tokenizer: Any, content: str, images: Sequence[Any]) -> PromptIds:
+        import numpy as np
+
+        # copies: an env may reuse its frame buffer, and the prompt must keep what the model saw
+        frames = tuple(np.array(image, dtype=np.uint8, copy=True) for image in list(images)[-self.max_images:])
+        for frame in frames:
+            if frame.ndim != 3 or frame.shape[2] != 3:
+                raise ValueError(f"an image observation must be uint8 (H, W, 3); got shape {frame.shape}")
+        marks = (VISION_START + IMAGE_PAD + VISION_END) * len(frames)
+        messages = [{"role": "user", "content": marks + content}]
+        text = tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
+        prompt = PromptIds()
+        if frames:
+            processed = self.image_processor(images=list(frames), return_tensors="pt")
+            grid = processed["image_grid_thw"]
+            pieces = text.split(IMAGE_PAD)
+            if len(pieces) != len(frames) + 1:
+                raise ValueError("the chat template changed the number of image placeholders")
+            counts = (grid.prod(dim=-1) // self.merge_size**2).tolist()
+            text = pieces[0] + "".join(IMAGE_PAD * int(n) + rest for n, rest in zip(counts, pieces[1:]))
+            prompt.images, prompt.pixel_values, prompt.image_grid_thw = frames, processed["pixel_values"], grid
+        prompt.extend(tokenizer(text, add_special_tokens=False)["input_ids"])
+        return prompt
+
+
+def attach_renderer(tokenizer: Any, renderer: VisionRenderer) -> None:
+    setattr(tokenizer, RENDERER_ATTR, renderer)
+
+
+def renderer_of(tokenizer: Any) -> VisionRenderer | None:
+    return getattr(tokenizer, RENDERER_ATTR, None)
+
+
+def load_image_processor(source: str, **overrides: Any):
+    """The image-only processor of a checkpoint folder or hub id, PIL backend (no torchvision needed)."""
+    from transformers import AutoImageProcessor
+
+    return AutoImageProcessor.from_pretrained(source, backend="pil", **overrides)
+
+
+# -- forwards ------------------------------------------------------------------------------------------
+
+def is_vision_model(model: Any) -> bool:
+    from seedbench.models.weights import base_model
+
+    return getattr(base_model(model).config, "vision_config", None) is not None
+
+
+def placeholder_ids(model: Any) -> list[int]:
+    """Token ids a vision model must never sample: a sampled ``<|image_pad|>`` (or video pad) has no image
+    features behind it, so the next forward would fail or misplace features."""
+    from seedbench.models.weights import base_model
+
+    config = base_model(model).config
+    ids = [getattr(config, name, None) for name in ("image_token_id", "video_token_id")]
+    return [int(i) for i in ids if i is not None]
+
+
+def vision_inputs(prompts: Sequence[Sequence[int]], input_ids: Any, prompt_width: int, image_token_id: int) -> dict:
+    """Extra forward kwargs for a batch laid out with every prompt ending at column `prompt_width`:
+    the concatenated pixels and grids of the prompts that have images (in row order, as the model matches
+    image features to placeholder runs row by row) and ``mm_token_type_ids`` (1 on the prompt's image
+    placeholders, 0 elsewhere, response columns included). Without ``mm_token_type_ids`` Qwen2.5-VL
+    silently falls back to text-only positions (M-RoPE is wrong for every token after an image)."""
+    import torch
+
+    with_images = [p for p in prompts if getattr(p, "pixel_values", None) is not None]
+    if not with_images:
+        return {}
+    token_types = torch.zeros_like(input_ids, dtype=torch.int)
+    token_types[:, :prompt_width] = (input_ids[:, :prompt_width] == image_token_id).int()
+    return {
+        "pixel_values": torch.cat([p.pixel_values for p in with_images]).to(input_ids.device),
+        "image_grid_thw": torch.cat([p.image_grid_thw for p in with_images]).to(input_ids.device),
+        "mm_token_type_ids": token_types,
+    }
