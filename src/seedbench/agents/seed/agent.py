@@ -35,10 +35,8 @@ from seedbench.agents.seed.analysis import Analysis, episode_steps, fit_analyzer
 from seedbench.agents.base import MiniBatch, PreparedUpdate
 from seedbench.agents.grpo import GRPOAgent, GRPOConfig
 from seedbench.config import ConfigError, Count, NonNegative, Positive
-from seedbench.rollout.prompting import FORMAT_MARKER, insert_skill, render_prompt
-from seedbench.rollout.prompting import current_observation, insert_skill, render_prompt  # noqa: F401 - re-exported
 from seedbench.models.vision import prompt_images
-from seedbench.rollout.prompting import FORMAT_INSTRUCTION, insert_skill, render_prompt
+from seedbench.rollout.prompting import FORMAT_MARKER, current_observation, insert_skill, render_prompt  # noqa: F401 - current_observation re-exported
 
 ANALYZER_SFT_MARKER = "seedbench_analyzer_sft.json"
 """Written by ``seedbench sft-analyzer`` into the checkpoint it saves (stage 1)."""
