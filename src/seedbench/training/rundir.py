@@ -80,13 +80,13 @@ class RunDir:
         self.path = Path(path)
         self.checkpoints = self.path / "checkpoints"
         self.frames = FrameStore(self.path)
+        self.observers: list[Any] = []
+        """Objects with ``on_record(name, record)`` and ``on_summary(summary)``, told after each write."""
 
     def save_frame(self, image: Any) -> str:
         """Store a vision env's frame (once per distinct frame) and return its name relative to the run
         directory, ``frames/<id>.png``, which episode records use."""
         return self.frames.save(image)
-        self.observers: list[Any] = []
-        """Objects with ``on_record(name, record)`` and ``on_summary(summary)``, told after each write."""
 
     # -- files ------------------------------------------------------------------------------------
     def file(self, name: str) -> Path:
