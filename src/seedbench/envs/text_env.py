@@ -102,8 +102,6 @@ class TextEnv(gym.Env):
     worker_processes: bool = False
     splits_disjoint: bool = True
     image_shape: tuple[int, int] | None = None
-    """(H, W) of ``info["image"]`` for a vision env (a uint8 (H, W, 3) frame on every reset and step);
-    None = text-only."""
 
     def __init__(self, render_mode: str | None = None):
         self.observation_space = text_space()

@@ -37,8 +37,6 @@ class StepSample:
     """The frame the step's prompt showed (``info["image"]`` of `observation`: a ``uint8 (H, W, 3)`` numpy
     array) for vision envs, None for text-only ones. Kept in memory for the policy; the run directory
     stores it as a PNG file and episode records name the file, never the pixels."""
-    """The frame (uint8 H×W×3 ndarray) of the observation this step's prompt showed, or None (text env);
-    not serialised inline (the run directory stores frames as PNG files)."""
 
 
 @dataclass
