@@ -114,5 +114,5 @@ def current_observation(content: str) -> str:
     if start < 0:
         return content
     rest = content[start + len(marker):]
-    ends = [i for i in (rest.find("\nYour admissible actions"), rest.find("\n" + FORMAT_INSTRUCTION)) if i >= 0]
+    ends = [i for i in (rest.find("\nYour admissible actions"), rest.rfind("\n" + FORMAT_MARKER)) if i >= 0]
     return rest[: min(ends)] if ends else rest

@@ -36,7 +36,7 @@ from seedbench.agents.base import MiniBatch, PreparedUpdate
 from seedbench.agents.grpo import GRPOAgent, GRPOConfig
 from seedbench.config import ConfigError, Count, NonNegative, Positive
 from seedbench.models.vision import prompt_images
-from seedbench.rollout.prompting import FORMAT_MARKER, current_observation, insert_skill, render_prompt  # noqa: F401 - current_observation re-exported
+from seedbench.rollout.prompting import current_observation, insert_skill, render_prompt  # noqa: F401 - current_observation re-exported
 
 ANALYZER_SFT_MARKER = "seedbench_analyzer_sft.json"
 """Written by ``seedbench sft-analyzer`` into the checkpoint it saves (stage 1)."""
@@ -354,15 +354,3 @@ class SEEDAgent(GRPOAgent):
                 metrics["seed/teacher_gap_mean"] = (gap * opd_mask).sum() * metric_scale
         return loss, metrics
 
-
-def current_observation(content: str) -> str:
-    """The current observation inside an acting prompt built by `seedbench.rollout.prompting.build_user_content`
-    (the text after "your current observation is:" up to the admissible actions or the final
-    instruction); the whole prompt when the marker is missing."""
-    marker = "your current observation is:\n"
-    start = content.find(marker)
-    if start < 0:
-        return content
-    rest = content[start + len(marker):]
-    ends = [i for i in (rest.find("\nYour admissible actions"), rest.rfind("\n" + FORMAT_MARKER)) if i >= 0]
-    return rest[: min(ends)] if ends else rest
