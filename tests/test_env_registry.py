@@ -8,6 +8,7 @@ importable, and the skip reason says how to install it.
 from __future__ import annotations
 
 import importlib.util
+from pathlib import Path
 
 import pytest
 from gymnasium.utils.env_checker import check_env
@@ -23,7 +24,18 @@ STEP_INFO_KEYS = RESET_INFO_KEYS | {"action_valid"}
 # The garbage texts `seedbench check-env` feeds every env (random unicode, broken tags, control bytes).
 GARBAGE = list(CHECK_ENV_GARBAGE)
 
-EXTRA_MODULES = {"webshop": "bm25s"}
+EXTRA_MODULES = {"webshop": "bm25s", "search": "bm25s"}
+
+# Catalogue lines that read the user's own data files get small files in the official format, so they are
+# built and checked like every other line instead of being skipped.
+SEARCH_FILES = Path(__file__).parent / "fixtures" / "search_files"
+DATA_KWARGS = {"search-files": {"corpus_file": str(SEARCH_FILES / "wiki.jsonl"),
+                                "test_file": str(SEARCH_FILES / "test.jsonl")}}
+
+
+def make_registered_env(alias: str):
+    """make_env(alias), with the test data files of a line that needs them."""
+    return make_env(alias, **DATA_KWARGS.get(alias, {}))
 
 
 def _env_params():
@@ -45,7 +57,7 @@ ENV_PARAMS = _env_params()
 
 @pytest.fixture
 def env(request):
-    env = make_env(request.param)
+    env = make_registered_env(request.param)
     yield env
     env.close()
 

@@ -22,7 +22,7 @@ from seedbench.rollout.types import StepSample, TaskRef, Trajectory
 from seedbench.training.rundir import RunDir
 from seedbench.training.trainer import episode_record
 from tests.fake_envs import CountdownEnv
-from tests.test_env_registry import ENV_PARAMS
+from tests.test_env_registry import ENV_PARAMS, make_registered_env
 from tests.plugin_example.guess_env import GuessEnv
 
 
@@ -175,7 +175,7 @@ def test_check_env_reports_text_only_envs_as_fine():
 def test_every_registered_env_keeps_the_frame_rules(alias):
     """Registered, therefore tested: a vision env in the catalogue (or a plugin) returns stable, non-blank
     frames of its image_shape; a text-only one returns none."""
-    env = make_env(alias)
+    env = make_registered_env(alias)
     split = env.splits[0]
     _, info = env.reset(seed=1, options={"split": split})
     if env.image_shape is None:

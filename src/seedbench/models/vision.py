@@ -123,7 +123,8 @@ def load_image_processor(source: str, **overrides: Any):
 def is_vision_model(model: Any) -> bool:
     from seedbench.models.weights import base_model
 
-    return getattr(base_model(model).config, "vision_config", None) is not None
+    config = getattr(base_model(model), "config", None)  # a bare nn.Module (tests, custom heads) is text-only
+    return getattr(config, "vision_config", None) is not None
 
 
 def placeholder_ids(model: Any) -> list[int]:
