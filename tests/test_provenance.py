@@ -81,6 +81,24 @@ def test_package_versions_include_plugin_distributions(tmp_path, monkeypatch):
     assert versions["torch"] and versions["seedbench"]
 
 
+def test_package_versions_cover_every_installed_requirement_and_extra():
+    from importlib import metadata
+
+    from seedbench.training.rundir import _requirement_name
+
+    assert _requirement_name('textworld[pddl]==1.7.0; extra == "alfworld"') == "textworld"
+    assert _requirement_name("bm25s>=0.2.6") == "bm25s" and _requirement_name("tokenizers") == "tokenizers"
+    versions = package_versions()
+    for requirement in metadata.requires("seedbench"):
+        name = _requirement_name(requirement)
+        try:
+            installed = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            assert name not in versions
+        else:
+            assert versions[name] == installed, name
+
+
 def test_a_real_tiny_run_records_its_provenance_and_passes_leaderboard_validation(tmp_path):
     out = train(build_config(overrides={
         "env": "choice", "agent": "grpo", "model": {"name": "tiny"}, "iterations": 1, "seed": 0,

@@ -123,9 +123,12 @@ def cmd_config(args) -> int:
 def cmd_envs(args) -> int:
     from seedbench.registry import env_entries
 
-    for alias, entry in sorted(env_entries().items()):
+    entries = sorted(env_entries().items())
+    alias_width = max(len(alias) for alias, _ in entries)
+    id_width = max(len(entry.env_id) for _, entry in entries)
+    for alias, entry in entries:
         extra = f"  [needs seedbench[{entry.requires}]]" if entry.requires else ""
-        print(f"{alias:<12} {entry.env_id:<28} {entry.description}{extra}")
+        print(f"{alias:<{alias_width}} {entry.env_id:<{id_width}} {entry.description}{extra}")
     return 0
 
 
@@ -227,6 +230,11 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("seedbench: interrupted; continue with --resume", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # `seedbench envs | head`: the reader has gone, which is not an error
+        import os
+
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # so the exit flush does not raise
+        return 0
 
 
 if __name__ == "__main__":

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import time
@@ -58,21 +59,28 @@ def git_hash() -> str | None:
 
 
 def package_versions() -> dict[str, str]:
-    """Versions of the packages a run's results depend on: the core stack, plus every installed
-    distribution that plugs into seedbench (provides an entry point in a ``seedbench.*`` group), since a
-    plugin env or agent is code the results come from."""
+    """Versions of the packages a run's results depend on: seedbench, every installed package it
+    requires or offers as an extra (the env engines: alfworld, bm25s, minigrid, ...), vLLM and TRL, plus
+    every installed distribution that plugs into seedbench (an entry point in a ``seedbench.*`` group),
+    since a plugin env or agent is code the results come from."""
     from importlib import metadata
 
+    names = ["seedbench", "vllm", "trl", *(_requirement_name(r) for r in metadata.requires("seedbench") or [])]
     versions = {}
-    for name in ("seedbench", "torch", "transformers", "peft", "gymnasium", "numpy", "alfworld", "textworld", "vllm", "trl"):
+    for name in names:
         try:
-            versions[name] = metadata.version(name)
+            versions.setdefault(name, metadata.version(name))
         except metadata.PackageNotFoundError:
             pass
     for dist in metadata.distributions():
         if any(ep.group.startswith("seedbench.") for ep in dist.entry_points) and dist.metadata["Name"]:
             versions.setdefault(dist.metadata["Name"], dist.version)
     return versions
+
+
+def _requirement_name(requirement: str) -> str:
+    """'textworld[pddl]==1.7.0; extra == "alfworld"' -> 'textworld'."""
+    return re.split(r"[\s\[<>=!~;(]", requirement.strip(), maxsplit=1)[0]
 
 
 class RunDir:
