@@ -103,6 +103,28 @@ class VisionRenderer:
         return prompt
 
 
+def resized_frames(prompt: Sequence[int], patch_size: int = 14) -> list:
+    """The prompt's frames as PIL images at exactly the size the image processor resized them to (its
+    ``image_grid_thw`` × `patch_size`), resampled as its PIL backend does (bicubic on uint8).
+
+    Feeding these to a processor with the same settings reproduces ``prompt.pixel_values`` bit for bit (the
+    resize becomes a copy), and any ``smart_resize`` with the same factor keeps their size. This is how an
+    engine that runs its own preprocessing (vLLM) is made to see the pixels the trainer scores with, and it
+    is what ``qwen-vl-utils``' ``fetch_image`` does before the processor (tests/test_vlm_resize.py)."""
+    from PIL import Image
+
+    grids = [] if getattr(prompt, "image_grid_thw", None) is None else prompt.image_grid_thw.tolist()
+    frames = prompt_images(prompt)
+    if len(grids) != len(frames):
+        raise ValueError(f"a prompt with {len(frames)} frames has {len(grids)} image grids")
+    resized = []
+    for frame, (_, rows, cols) in zip(frames, grids):
+        size = (int(cols) * patch_size, int(rows) * patch_size)  # PIL sizes are (width, height)
+        image = Image.fromarray(frame)
+        resized.append(image if image.size == size else image.resize(size, resample=Image.Resampling.BICUBIC))
+    return resized
+
+
 def attach_renderer(tokenizer: Any, renderer: VisionRenderer) -> None:
     setattr(tokenizer, RENDERER_ATTR, renderer)
 
