@@ -15,6 +15,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 import torch
@@ -62,6 +63,22 @@ def test_sample_layout_maps_global_minibatches_to_each_ranks_samples():
     assert one.local([2, 0]) == [2, 0] and one.micro_batches([2, 0, 1], 2) == 2
 
 
+def test_fsdp_pads_the_rank_with_fewer_micro_batches_and_shards_the_blocks(tiny_tokenizer):
+    from seedbench.models.tiny import tiny_model
+    from seedbench.training.fsdp import PassCountingLayout, ShardedDataParallel, transformer_blocks
+
+    group = ShardedDataParallel.__new__(ShardedDataParallel)  # no process group needed for these pieces
+    layout = PassCountingLayout(lengths=[3, 1, 4, 1, 5, 9, 2], counts=[4, 3], rank=1, group=group)
+    # micro-batches of 2 over global samples 0, 1, 2 (rank 0) and 5 (rank 1): rank 0 takes 2 passes, rank 1 one
+    assert layout.micro_batches([0, 1, 2, 5], 2) == 3 and group._passes == (1, 2)
+    assert layout.micro_batches([0, 1], 2) == 1 and group._passes == (0, 1)  # rank 1 has no member: one padding pass
+    blocks = transformer_blocks(tiny_model(tiny_tokenizer))
+    assert [type(b).__name__ for b in blocks] == ["LlamaDecoderLayer", "LlamaDecoderLayer"]
+    lora = SimpleNamespace(merge_and_unload=None, get_base_model=None)  # what `is_lora` recognises
+    with pytest.raises(Exception, match="use distributed.strategy=ddp"):
+        group.shard_model(lora)
+
+
 def _rank(rank: int, world: int, others: list | None = None):
     """A `DataParallel` of the given rank without a process group; `others` = what all_gather returns."""
     from seedbench.training.distributed import DataParallel
@@ -73,8 +90,6 @@ def _rank(rank: int, world: int, others: list | None = None):
 
 
 def test_each_rank_plays_whole_task_groups_with_global_ids():
-    from types import SimpleNamespace
-
     played = []
 
     def run_episodes(envs, env, engine, tokenizer, tasks, group_size=1, episode_prefix=""):
