@@ -1,7 +1,9 @@
 """Data-parallel training of one run (torch.distributed, gloo, world size 2) against one process.
 
-Every test launches real processes: ``torchrun`` (as ``python -m torch.distributed.run --standalone``) for
-the ranks, plain ``python`` for the one-process reference, each with one thread (``OMP_NUM_THREADS=1``).
+The ranks are real processes started by ``torchrun`` (as ``python -m torch.distributed.run --standalone``),
+each with one thread (``OMP_NUM_THREADS=1``); the one-process references run in the test process with one
+thread. Three launches in all: the fixed-batch updates (ddp and fsdp in one launch), a run whose rank is
+killed (ddp), and its resume (fsdp).
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 import torch
@@ -60,6 +63,22 @@ def test_sample_layout_maps_global_minibatches_to_each_ranks_samples():
     assert one.local([2, 0]) == [2, 0] and one.micro_batches([2, 0, 1], 2) == 2
 
 
+def test_fsdp_pads_the_rank_with_fewer_micro_batches_and_shards_the_blocks(tiny_tokenizer):
+    from seedbench.models.tiny import tiny_model
+    from seedbench.training.fsdp import PassCountingLayout, ShardedDataParallel, transformer_blocks
+
+    group = ShardedDataParallel.__new__(ShardedDataParallel)  # no process group needed for these pieces
+    layout = PassCountingLayout(lengths=[3, 1, 4, 1, 5, 9, 2], counts=[4, 3], rank=1, group=group)
+    # micro-batches of 2 over global samples 0, 1, 2 (rank 0) and 5 (rank 1): rank 0 takes 2 passes, rank 1 one
+    assert layout.micro_batches([0, 1, 2, 5], 2) == 3 and group._passes == (1, 2)
+    assert layout.micro_batches([0, 1], 2) == 1 and group._passes == (0, 1)  # rank 1 has no member: one padding pass
+    blocks = transformer_blocks(tiny_model(tiny_tokenizer))
+    assert [type(b).__name__ for b in blocks] == ["LlamaDecoderLayer", "LlamaDecoderLayer"]
+    lora = SimpleNamespace(merge_and_unload=None, get_base_model=None)  # what `is_lora` recognises
+    with pytest.raises(Exception, match="use distributed.strategy=ddp"):
+        group.shard_model(lora)
+
+
 def _rank(rank: int, world: int, others: list | None = None):
     """A `DataParallel` of the given rank without a process group; `others` = what all_gather returns."""
     from seedbench.training.distributed import DataParallel
@@ -71,8 +90,6 @@ def _rank(rank: int, world: int, others: list | None = None):
 
 
 def test_each_rank_plays_whole_task_groups_with_global_ids():
-    from types import SimpleNamespace
-
     played = []
 
     def run_episodes(envs, env, engine, tokenizer, tasks, group_size=1, episode_prefix=""):
@@ -138,26 +155,55 @@ def test_report_shows_compute_per_agent(tmp_path):
 
 
 # ----------------------------------------------------------------------------------------------------
-# Two ranks against one process
+# Two ranks against one process. Process start-up (Python, torch, transformers; a torchrun rendezvous)
+# is most of these tests' time, so the one-process references run inside the test process and each
+# torchrun launch serves several tests through module-scoped fixtures.
 
 
-def test_one_update_on_two_ranks_matches_one_process(tmp_path):
+def _in_process(fn, *args):
+    """Run `fn` here with one intra-op thread (as the ranks have), restoring the thread count after."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        return fn(*args)
+    finally:
+        torch.set_num_threads(threads)
+
+
+@pytest.fixture(scope="module")
+def updates(tmp_path_factory):
+    """The fixed-batch updates of tests/distributed_update.py: one process (here), then one torchrun launch
+    of two ranks that runs them under ``ddp`` and under ``fsdp``."""
+    sys.path.insert(0, str(REPO / "tests"))
+    try:
+        import distributed_update
+    finally:
+        sys.path.remove(str(REPO / "tests"))
+    out = tmp_path_factory.mktemp("updates")
+    _in_process(distributed_update.main, out)
+    _run(TORCHRUN + [str(REPO / "tests" / "distributed_update.py"), str(out)])
+    return out, torch.load(out / "one.pt")
+
+
+def _max_diff(a: dict, b: dict) -> float:
+    return max((a[k] - b[k]).abs().max().item() for k in a)
+
+
+@pytest.mark.parametrize("strategy,group", [("ddp", "DataParallel"), ("fsdp", "ShardedDataParallel")])
+def test_one_update_on_two_ranks_matches_one_process(updates, strategy, group):
     """Seven samples (rank 0: four, rank 1: three), mini-batches of four, micro-batches of two, two PPO
-    epochs: four optimizer steps, two of them with members on both ranks and uneven micro-batch counts."""
-    script = str(REPO / "tests" / "distributed_update.py")
-    (tmp_path / "one").mkdir()
-    (tmp_path / "two").mkdir()
-    _run([sys.executable, script, str(tmp_path / "one")])
-    _run(TORCHRUN + [script, str(tmp_path / "two")])
-    one, two = torch.load(tmp_path / "one" / "params.pt"), torch.load(tmp_path / "two" / "params.pt")
-    assert (one["world"], two["world"]) == (1, 2)
-    moved = max((one["params"][k] - one["initial"][k]).abs().max().item() for k in one["params"])
-    diff = max((one["params"][k] - two["params"][k]).abs().max().item() for k in one["params"])
-    start = max((one["initial"][k] - two["initial"][k]).abs().max().item() for k in one["initial"])
-    print(f"max |θ_1proc − θ_2ranks| = {diff:.3g} after an update that moved θ by up to {moved:.3g}")
-    assert start == 0.0  # both start from the same weights
+    epochs: four optimizer steps, two of them with members on both ranks and uneven micro-batch counts
+    (under fsdp the rank with fewer micro-batches adds zero-loss passes)."""
+    out, one = updates
+    two = torch.load(out / f"{strategy}.pt")
+    assert (one["world"], two["world"], two["strategy"]) == (1, 2, group)
+    moved = _max_diff(one["params"], one["initial"])
+    diff = _max_diff(one["params"], two["params"])
+    print(f"{strategy}: max |θ_1proc − θ_2ranks| = {diff:.3g} after an update that moved θ by up to {moved:.3g}")
+    assert _max_diff(one["initial"], two["initial"]) == 0.0  # both start from the same weights
     assert moved > 1e-3  # the update did something (lr 0.01, four Adam steps)
-    assert diff < 1e-4  # float summation order: 1.1e-5 measured; a DDP-style mean of per-rank token means: 7.6e-2
+    # float summation order: ddp 1.1e-5, fsdp 1.5e-5 measured; a DDP-style mean of per-rank token means: 7.6e-2
+    assert diff < 1e-4
     m1, m2 = one["metrics"], two["metrics"]
     assert m1["train/samples"] == m2["train/samples"] == 7
     assert m1["train/response_tokens"] == m2["train/response_tokens"]
@@ -165,31 +211,45 @@ def test_one_update_on_two_ranks_matches_one_process(tmp_path):
         assert m2[key] == pytest.approx(m1[key], rel=1e-4, abs=1e-6), key
 
 
+@pytest.mark.parametrize("strategy", ["ddp", "fsdp"])
+def test_checkpoint_of_two_ranks_resumes_and_is_the_one_process_checkpoint(updates, strategy):
+    """After update A a checkpoint is saved; update C moves weights and AdamW moments away; loading the
+    checkpoint and updating on batch B must give the one-process A-then-B weights (AdamW's moments matter
+    for B, so the optimizer state is checked too). Under fsdp the checkpoint and ``final_model/`` are
+    gathered from the shards, in the one-process format."""
+    from safetensors.torch import load_file
+
+    out, one = updates
+    two = torch.load(out / f"{strategy}.pt")
+    diff = _max_diff(one["resumed"], two["resumed"])
+    print(f"{strategy}: after checkpoint, update C, resume, update B: max |θ_1proc − θ_2ranks| = {diff:.3g}")
+    assert _max_diff(one["resumed"], one["params"]) > 1e-3 and diff < 1e-4
+    checkpoint = [out / f"run_{name}" / "checkpoints" / "it_0" for name in ("one", strategy)]
+    models = [torch.load(c / "model.pt") for c in checkpoint]
+    assert models[0].keys() == models[1].keys()
+    assert all(type(v) is torch.Tensor for v in models[1].values())  # full tensors, not DTensor shards
+    assert _max_diff(models[0], models[1]) < 1e-4
+    optimizers = [torch.load(c / "optimizer.pt")["state"] for c in checkpoint]
+    assert optimizers[0].keys() == optimizers[1].keys()
+    for index, state in optimizers[0].items():
+        for key, value in state.items():
+            assert type(optimizers[1][index][key]) is torch.Tensor
+            assert (value - optimizers[1][index][key]).abs().max().item() < 1e-4, (index, key)
+    final = load_file(out / f"{strategy}_final_model" / "model.safetensors")
+    assert final and all(torch.equal(tensor, two["resumed"][name]) for name, tensor in final.items())
+
+
+@pytest.fixture(scope="module")
+def one_process_run(tmp_path_factory):
+    from seedbench.cli import main
+
+    out = tmp_path_factory.mktemp("one") / "run"
+    assert _in_process(main, _run_cli(out, 4)[2:] + ["save_every=1"]) == 0
+    return out
+
+
 def _metric_keys(path: Path) -> list[set[str]]:
     return [set(r) for r in read_jsonl(path / "metrics.jsonl")]
-
-
-def test_two_rank_tiny_run_has_the_one_process_schema_and_counts(tmp_path):
-    one_s = _run([sys.executable] + _run_cli(tmp_path / "one", 2))
-    two_s = _run(TORCHRUN + _run_cli(tmp_path / "two", 2))
-    print(f"2-iteration tiny run: one process {one_s:.1f}s, two ranks {two_s:.1f}s (wall, incl. start-up)")
-    one, two = tmp_path / "one", tmp_path / "two"
-    per_iteration = [sum(r["time/iteration_s"] for r in read_jsonl(p / "metrics.jsonl")) / 2 for p in (one, two)]
-    print(f"mean time/iteration_s: one process {per_iteration[0]:.2f}s, two ranks {per_iteration[1]:.2f}s; "
-          f"2-rank resources: {json.loads((two / 'summary.json').read_text())['resources']}")
-    assert _metric_keys(one) == _metric_keys(two)
-    for path in (one, two):
-        records = list(read_jsonl(path / "metrics.jsonl"))
-        assert [r["iteration"] for r in records] == [1, 2]
-        assert [r["trajectories"] for r in records] == [8, 16]  # 4 tasks × 2 per iteration, all ranks counted
-    # the same episodes (ids are global task indices), each logged once, by rank 0 only
-    episodes = {p: [(e["phase"], e["episode_id"], e["task"]) for e in read_jsonl(p / "episodes.jsonl")] for p in (one, two)}
-    assert sorted(episodes[one]) == sorted(episodes[two]) and len(set(episodes[two])) == len(episodes[two])
-    evals = {p: [(r["iteration"], r["task_ids"], r["num_tasks"]) for r in read_jsonl(p / "eval.jsonl")] for p in (one, two)}
-    assert evals[one] == evals[two] and [e[0] for e in evals[two]] == [0, 2]
-    summary = json.loads((two / "summary.json").read_text())
-    assert summary["complete"] and summary["resources"]["processes"] == 2
-    assert summary["resources"]["cpu_seconds"] > 0 and summary["resources"]["gpu_seconds"] == 0
 
 
 def _rank_pids(launcher: int) -> dict[int, int]:
@@ -207,10 +267,13 @@ def _rank_pids(launcher: int) -> dict[int, int]:
     return ranks
 
 
-@pytest.mark.slow
-@pytest.mark.skipif(not Path("/proc/self/task").exists(), reason="finds the ranks through /proc (Linux)")
-def test_a_killed_rank_fails_the_run_cleanly_and_resume_completes_it(tmp_path):
-    out = tmp_path / "run"
+@pytest.fixture(scope="module")
+def killed_and_resumed(tmp_path_factory):
+    """A 4-iteration tiny run on two ranks under ``ddp``, rank 1 SIGKILLed during iteration 2; then the same
+    command with ``--resume`` under ``fsdp`` (checkpoints are full state dicts, whatever the strategy), so
+    one pair of launches covers both strategies end to end. Returns the run, the failed launch's exit code
+    and output, and the summary the failure left."""
+    out = tmp_path_factory.mktemp("killed") / "run"
     launcher = subprocess.Popen(TORCHRUN + _run_cli(out, 4) + ["save_every=1"], env=_env(), cwd=REPO,
                                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
     try:
@@ -223,14 +286,40 @@ def test_a_killed_rank_fails_the_run_cleanly_and_resume_completes_it(tmp_path):
     finally:
         if launcher.poll() is None:
             os.killpg(launcher.pid, signal.SIGKILL)
-    assert launcher.returncode != 0, output[-2000:]
-    summary = json.loads((out / "summary.json").read_text())
-    assert not summary["complete"] and summary["iterations_done"] < 4
-    _run(TORCHRUN + _run_cli(out, 4, resume=True) + ["save_every=1"])
+    failed = json.loads((out / "summary.json").read_text())
+    _run(TORCHRUN + _run_cli(out, 4, resume=True) + ["save_every=1", "distributed.strategy=fsdp"])
+    return out, launcher.returncode, output, failed
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").exists(), reason="finds the ranks through /proc (Linux)")
+def test_a_killed_rank_fails_the_run_cleanly_and_resume_completes_it(killed_and_resumed):
+    out, returncode, output, failed = killed_and_resumed
+    assert returncode != 0, output[-2000:]
+    assert not failed["complete"] and failed["iterations_done"] < 4
     records = list(read_jsonl(out / "metrics.jsonl"))
     assert [r["iteration"] for r in records] == [1, 2, 3, 4]  # nothing counted twice
-    assert [r["trajectories"] for r in records] == [8, 16, 24, 32]
+    assert [r["trajectories"] for r in records] == [8, 16, 24, 32]  # 4 tasks × 2 per iteration, all ranks counted
     train_eps = [e for e in read_jsonl(out / "episodes.jsonl") if e["phase"] == "train"]
     assert len(train_eps) == 32 and len({(e["iteration"], e["episode_id"]) for e in train_eps}) == 32
     summary = json.loads((out / "summary.json").read_text())
     assert summary["complete"] and summary["iterations_done"] == 4 and summary["resources"]["sessions"] == 2
+    assert summary["resources"]["processes"] == 2 and summary["resources"]["gpu_seconds"] == 0
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").exists(), reason="finds the ranks through /proc (Linux)")
+def test_two_rank_run_has_the_one_process_schema_episodes_and_evaluations(killed_and_resumed, one_process_run):
+    two, one = killed_and_resumed[0], one_process_run
+    per_iteration = [sum(r["time/iteration_s"] for r in read_jsonl(p / "metrics.jsonl")) / 4 for p in (one, two)]
+    print(f"mean time/iteration_s: one process {per_iteration[0]:.2f}s, two ranks {per_iteration[1]:.2f}s")
+    assert _metric_keys(one) == _metric_keys(two)
+    # the same episodes (ids are global task indices), each logged once, by rank 0 only
+    episodes = {p: [(e["phase"], e["iteration"], e["episode_id"], e["task"]) for e in read_jsonl(p / "episodes.jsonl")]
+                for p in (one, two)}
+    assert sorted(episodes[one]) == sorted(episodes[two]) and len(set(episodes[two])) == len(episodes[two])
+    evals = {p: [(r["iteration"], r["task_ids"], r["num_tasks"]) for r in read_jsonl(p / "eval.jsonl")] for p in (one, two)}
+    assert evals[one] == evals[two] and [e[0] for e in evals[two]] == [0, 4]
+    from transformers import AutoModelForCausalLM
+
+    final = AutoModelForCausalLM.from_pretrained(two / "final_model")  # gathered from fsdp shards by rank 0
+    assert sum(p.numel() for p in final.parameters()) == sum(
+        p.numel() for p in AutoModelForCausalLM.from_pretrained(one / "final_model").parameters())

@@ -180,6 +180,18 @@ class VLLMConfig:
     """KV-cache size of the CPU backend, GiB."""
     max_num_seqs: Count | None = None
     """Sequences vLLM schedules at once."""
+    tensor_parallel_size: Count | None = None
+    """GPUs vLLM splits the model over (tensor parallelism, docs/scaling.md); None = 1."""
+
+
+@dataclass
+class DistributedConfig:
+    """How ranks share one run under ``torchrun`` (docs/scaling.md); ignored in one process."""
+
+    strategy: Literal["ddp", "fsdp"] = "ddp"
+    """``ddp``: every rank holds the whole model, gradients are summed over ranks (DDP's semantics).
+    ``fsdp``: parameters, gradients and AdamW state sharded over the ranks (FSDP2), for models whose
+    training state does not fit one device; rollouts still gather the full weights on every rank."""
 
 
 @dataclass
@@ -216,6 +228,8 @@ class RunConfig:
     """Generation engine: ``hf``, ``vllm`` or ``auto`` (vLLM when importable, else HF; docs/engines.md)."""
     vllm: VLLMConfig = field(default_factory=VLLMConfig)
     """vLLM engine knobs."""
+    distributed: DistributedConfig = field(default_factory=DistributedConfig)
+    """Several processes per run (``torchrun``): replicated or sharded parameters."""
     logprob_check_threshold: NonNegative = 0.05
     """Mean |engine − trainer| log-prob per token above which an update is flagged and a warning printed
     (`seedbench.training.logprob_check`); the gap is logged every iteration as ``rollout/logprob_abs_diff``."""

@@ -70,7 +70,7 @@ def vllm_options(config: Any) -> dict[str, Any]:
         return {}
     values = section if isinstance(section, dict) else vars(section)
     keys = ("gpu_memory_utilization", "max_model_len", "enforce_eager", "enable_prefix_caching",
-            "cpu_kv_cache_gib", "max_num_seqs")
+            "cpu_kv_cache_gib", "max_num_seqs", "tensor_parallel_size")
     return {key: values[key] for key in keys if values.get(key) is not None}
 
 

@@ -19,8 +19,8 @@ either way:
 
 Parameters are broadcast from rank 0 at start and identical afterwards (same summed gradient, same
 optimizer), so there is no DDP wrapper; gradients are all-reduced once per optimizer step as one flat
-tensor. Models too big for one device need sharded parameters (FSDP / DeepSpeed ZeRO through accelerate,
-docs/scaling.md), which this module does not do.
+tensor (``distributed.strategy: ddp``). Models too big for one device use ``distributed.strategy: fsdp``
+(`seedbench.training.fsdp.ShardedDataParallel`: the same group with FSDP2-sharded parameters).
 """
 
 from __future__ import annotations
@@ -85,6 +85,9 @@ class SingleProcess:
     def prepare_model(self, model: torch.nn.Module, seed: int) -> None:
         """Make every rank start from rank 0's weights and draw its own sampling stream (no-op here)."""
 
+    def shard_model(self, model: torch.nn.Module) -> None:
+        """Split the model's parameters over the ranks before the optimizer is built (fsdp only)."""
+
     def gather_rollout(self, trajectories: list, stats: Any, metrics: dict) -> tuple[list, Any, dict]:
         return trajectories, stats, metrics
 
@@ -103,6 +106,26 @@ class SingleProcess:
     def rng_state_of_rank(self, state: dict[str, Any]) -> Any:
         """This rank's RNG state from a checkpoint's ``state.pt`` (rank 0's is ``rng``)."""
         return state["rng"]
+
+    # -- checkpoints: every rank calls these together (fsdp gathers shards in them) ---------------
+    def model_state(self, model: torch.nn.Module) -> dict[str, torch.Tensor]:
+        return model.state_dict()
+
+    def optimizer_state(self, optimizer: torch.optim.Optimizer) -> dict[str, Any]:
+        return optimizer.state_dict()
+
+    def load_model_state(self, model: torch.nn.Module, state: dict[str, torch.Tensor]) -> None:
+        model.load_state_dict(state)
+
+    def load_optimizer_state(self, optimizer: torch.optim.Optimizer, state: dict[str, Any]) -> None:
+        optimizer.load_state_dict(state)
+
+    def save_final_model(self, policy: Any, path) -> None:
+        """``final_model/``: an HF checkpoint of the full weights, written by rank 0."""
+        if self.is_main:
+            from seedbench.models.policy import save_policy
+
+            save_policy(policy, path)
 
     def close(self) -> None:
         pass
@@ -249,8 +272,13 @@ class RunDirReader(RunDir):
         pass
 
 
-def from_environment() -> SingleProcess:
-    """`DataParallel` under a launcher that set ``WORLD_SIZE`` > 1 (torchrun, accelerate), else `SingleProcess`."""
-    if int(os.environ.get("WORLD_SIZE", "1")) > 1:
-        return DataParallel()
-    return SingleProcess()
+def from_environment(strategy: str = "ddp") -> SingleProcess:
+    """Under a launcher that set ``WORLD_SIZE`` > 1 (torchrun, accelerate): `DataParallel` (``ddp``,
+    replicated parameters) or `ShardedDataParallel` (``fsdp``); else `SingleProcess` whatever the strategy."""
+    if int(os.environ.get("WORLD_SIZE", "1")) <= 1:
+        return SingleProcess()
+    if strategy == "fsdp":
+        from seedbench.training.fsdp import ShardedDataParallel
+
+        return ShardedDataParallel()
+    return DataParallel()

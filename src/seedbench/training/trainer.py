@@ -53,7 +53,7 @@ class Trainer:
         validate_config(config)  # every field and cross-field check, before anything is written or loaded
         self.config = config
         # [distributed] one process, or one rank of a torchrun group (seedbench.training.distributed)
-        self.dist = distributed.from_environment()
+        self.dist = distributed.from_environment(config.distributed.strategy)
         entry = resolve_env(config.env)
         self.env_entry = entry
         agent_cls, agent_config = build_agent(config)
@@ -94,6 +94,7 @@ class Trainer:
         self.run_episodes = self.dist.shard_rollout(choose_rollout(config.rollout.scheduler, self.engine))
         self.context = AgentContext(self.policy, self.engine, self.env, self.run_dir, config, self.sampling)
         self.agent: Agent = agent_cls(agent_config, self.context)
+        self.dist.shard_model(self.policy.model)  # [distributed] fsdp: after the engine's copy, before the optimizer
         self.optimizer = torch.optim.AdamW([p for p in self.policy.model.parameters() if p.requires_grad],
                                            lr=config.optim.lr, weight_decay=config.optim.weight_decay)
         group = config.rollout.tasks_per_batch * config.rollout.group_size
@@ -138,10 +139,8 @@ class Trainer:
                 self.save_checkpoint()
         if not any(r.get("iteration") == cfg.iterations for r in self.run_dir.records("eval.jsonl")) and cfg.iterations > 0:
             self.evaluate()
-        if cfg.save_final_model and self.dist.is_main:
-            from seedbench.models.policy import save_policy
-
-            save_policy(self.policy, self.run_dir.path / "final_model")
+        if cfg.save_final_model:
+            self.dist.save_final_model(self.policy, self.run_dir.path / "final_model")  # [distributed] rank 0 writes
         self._write_summary(complete=True)
         return self.run_dir.path
 
@@ -354,12 +353,13 @@ class Trainer:
     # -- checkpoints and summary ------------------------------------------------------------------
     def save_checkpoint(self) -> Path | None:
         rng_ranks = self.dist.all_gather_object(_rng_state())  # [distributed] each rank's stream; rank 0 saves
+        model_state = self.dist.model_state(self.policy.model)  # [distributed] fsdp: full tensors, on every rank
+        optimizer_state = self.dist.optimizer_state(self.optimizer)
         if not self.dist.is_main:
             return None
         path = self.run_dir.new_checkpoint_dir(self.counters["iteration"])
-        model = self.policy.model
-        torch.save({k: v for k, v in model.state_dict().items()}, path / "model.pt")
-        torch.save(self.optimizer.state_dict(), path / "optimizer.pt")
+        torch.save(dict(model_state), path / "model.pt")
+        torch.save(optimizer_state, path / "optimizer.pt")
         state = {"counters": dict(self.counters), "rng": rng_ranks[0]}
         if len(rng_ranks) > 1:
             state["rng_ranks"] = rng_ranks
@@ -368,8 +368,9 @@ class Trainer:
         return path
 
     def _load_checkpoint(self, path: Path) -> None:
-        self.policy.model.load_state_dict(torch.load(path / "model.pt", map_location=self.policy.device))
-        self.optimizer.load_state_dict(torch.load(path / "optimizer.pt", map_location=self.policy.device))
+        # [distributed] fsdp: each rank keeps its shard of the full tensors
+        self.dist.load_model_state(self.policy.model, torch.load(path / "model.pt", map_location=self.policy.device))
+        self.dist.load_optimizer_state(self.optimizer, torch.load(path / "optimizer.pt", map_location=self.policy.device))
         state = torch.load(path / "state.pt", weights_only=False)
         self.counters.update(state["counters"])
         _set_rng_state(self.dist.rng_state_of_rank(state))
