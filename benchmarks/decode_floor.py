@@ -2,13 +2,14 @@
 prefill of a GRPO group with and without sharing identical prompts.
 
     python benchmarks/decode_floor.py [--model smollm2-135m] [--batches 1,4,16] [--group 4]
-                                      [--short 4] [--long 16] [--repeats 2] [--out benchmarks/results/decode_floor.json]
+                                      [--new-tokens 16] [--repeats 2] [--out benchmarks/results/decode_floor.json]
 
 A decode step reads every weight once and every row's KV cache once, so its time cannot fall below
 ``(fp32 weight bytes + KV cache bytes) / memory read bandwidth``; the bandwidth is measured here (a sum
 over a 1 GiB fp32 tensor whose pages are already touched, best of 5). Decode ms per step is measured as
-the engine runs it (`HFEngine.generate`, temperature 1, no stop string) by differencing two lengths,
-``(t(long) − t(short)) / (steps(long) − steps(short))``, which cancels the prefill. The batch is made of
+the engine runs it (`HFEngine.generate`, temperature 1, no stop string): the time between successive
+forward calls of the model after the prefill (a forward pre-hook stamps them), median over all steps of
+all rounds, which keeps a load spike from another process out of the figure. The batch is made of
 GRPO groups (``--group`` copies of each distinct Sokoban prompt), so the engine's shared prefill keeps
 the prefill short; each row still has its own KV cache, so the decode is that of the full batch.
 
@@ -62,13 +63,23 @@ def grouped_prompts(tokenizer, batch: int, group: int) -> list[list[int]]:
     return [distinct[i // group] for i in range(batch)]
 
 
-def run(engine, prompts, new_tokens: int) -> tuple[float, int]:
+def run(engine, prompts, new_tokens: int) -> tuple[float, list[float]]:
+    """Seconds of one `generate` call and the seconds of each of its decode steps: the gaps between
+    successive forward calls of the model (a step = forward, sampling, recording, stopping check), the
+    prefill left out."""
     from seedbench.engines.base import SamplingParams
 
     params = SamplingParams(max_new_tokens=new_tokens, temperature=1.0, stop=[])
-    t0 = time.perf_counter()
-    generations = engine.generate(prompts, params)
-    return time.perf_counter() - t0, max(len(g.token_ids) for g in generations)
+    stamps: list[float] = []
+    hook = engine.model.register_forward_pre_hook(lambda module, args: stamps.append(time.perf_counter()))
+    try:
+        t0 = time.perf_counter()
+        engine.generate(prompts, params)
+        seconds = time.perf_counter() - t0
+    finally:
+        hook.remove()
+    steps = [b - a for a, b in zip(stamps[1:], stamps[2:])]  # stamps[0] starts the (last-token) prefill
+    return seconds, steps
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -76,8 +87,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--model", default="smollm2-135m")
     parser.add_argument("--batches", default="1,4,16")
     parser.add_argument("--group", type=int, default=4, help="copies of each distinct prompt (a GRPO group)")
-    parser.add_argument("--short", type=int, default=4)
-    parser.add_argument("--long", type=int, default=16)
+    parser.add_argument("--new-tokens", type=int, default=16)
     parser.add_argument("--repeats", type=int, default=2)
     parser.add_argument("--out", default="benchmarks/results/decode_floor.json")
     args = parser.parse_args(argv)
@@ -104,10 +114,7 @@ def main(argv: list[str] | None = None) -> int:
             prompts = grouped_prompts(tok, b, args.group)
             prompt_tokens[b] = sum(map(len, prompts)) / b
             for name, engine in engines.items():
-                t_short, n_short = run(engine, prompts, args.short)
-                t_long, n_long = run(engine, prompts, args.long)
-                if n_long > n_short:
-                    samples[(b, name)].append((t_long - t_short) / (n_long - n_short) * 1e3)
+                samples[(b, name)] += [x * 1e3 for x in run(engine, prompts, args.new_tokens)[1]]
     load = os.getloadavg()
     record: dict = {"benchmark": "decode_floor", "model": args.model, "dtype": "fp32", "device": str(policy.device),
                     "read_bandwidth_gb_s": bandwidth, "weight_bytes": weight_bytes, "kv_bytes_per_token": per_token,
@@ -116,7 +123,7 @@ def main(argv: list[str] | None = None) -> int:
           f"{load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
     print(f"{'batch':>5} {'floor ms':>9} " + " ".join(f"{name:>14}" for name in engines) + "   static/dynamic  fused/static")
     for b in batches:
-        context = prompt_tokens[b] + (args.short + args.long) / 2
+        context = prompt_tokens[b] + args.new_tokens / 2
         floor_ms = (weight_bytes + per_token * context * b) / (bandwidth * 1e9) * 1e3
         medians = {name: statistics.median(samples[(b, name)]) if samples[(b, name)] else float("nan") for name in engines}
         row = {"floor_ms": floor_ms, "mean_context_tokens": context, "ms_per_step": medians, "samples": {
@@ -144,7 +151,7 @@ def prefill_sharing(model, tok, device, group: int, repeats: int) -> dict:
     times: dict = {False: [], True: []}
     for _ in range(repeats + 1):
         for share, engine in engines.items():
-            times[share].append(run(engine, prompts, 1)[0])
+            times[share].append(run(engine, prompts, 1)[0])  # 1 new token: the prefill, and one step
     plain, shared = statistics.median(times[False]), statistics.median(times[True])
     print(f"prefill of a group of {group} ({len(prompts[0])} prompt tokens): {plain:.2f} s per member, "
           f"{shared:.2f} s shared: {plain / shared:.2f}x (load average {os.getloadavg()[0]:.2f})")
