@@ -91,7 +91,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeats", type=int, default=2)
     parser.add_argument("--out", default="benchmarks/results/decode_floor.json")
     args = parser.parse_args(argv)
+    from seedbench import threads
 
+    threads.configure()  # as the seedbench command runs (OMP_WAIT_POLICY=PASSIVE unless set), before torch loads
     import torch
 
     from seedbench.config import ModelConfig

@@ -291,7 +291,9 @@ def main(argv: list[str] | None = None) -> int:
     gymnasium = ensure_gymnasium(Path(args.wheelhouse))
     sys.path.insert(0, str(ROOT / "src"))
     os.environ.setdefault("SEEDBENCH_PROGRESS", "0")
+    from seedbench import threads
 
+    threads.configure()  # the seedbench command's OpenMP settings, before torch loads
     import torch
     import transformers
 
