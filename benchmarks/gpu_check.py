@@ -340,7 +340,7 @@ def measure_model(name: str, shape: dict, p: dict, directory: Path, entry: dict)
     for key, fn in (("generation", measure_generation), ("update", measure_update),
                     ("logprob_gap_bf16", measure_logprob_gap)):
         part(entry, key, lambda: fn(policy, p), float("inf"))
-    del policy
+    policy = None  # free the model (and its GPU memory) before the next shape
     if torch.cuda.is_available():
         torch.cuda.empty_cache()
     return info
