@@ -214,6 +214,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from seedbench import threads
+
+    threads.configure()  # OpenMP wait policy, before anything imports torch (seedbench.threads)
     from seedbench.config import ConfigError
     from seedbench.envs.contract import EnvContractError
     from seedbench.registry import UnknownNameError

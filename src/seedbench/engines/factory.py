@@ -44,7 +44,8 @@ def resolve_engine_name(name: str) -> str:
 def make_engine(name: str, policy: Any, config: Any) -> GenerationEngine:
     """Build the engine `name` for `policy` (a `seedbench.models.policy.Policy`) under a `RunConfig`.
 
-    Reads ``config.rollout.generation_batch_size`` and ``config.seed``; the vLLM engine also reads the
+    Reads ``config.rollout.generation_batch_size`` and ``config.seed``; the HF engine its ``config.hf`` switches
+    (`hf_options`); the vLLM engine also reads the
     optional ``config.vllm`` section (see `vllm_options`). Missing fields fall back to defaults, so a
     bare namespace works in tests."""
     resolved = resolve_engine_name(name)
@@ -56,7 +57,8 @@ def make_engine(name: str, policy: Any, config: Any) -> GenerationEngine:
     rollout = getattr(config, "rollout", None)
     batch_size = getattr(rollout, "generation_batch_size", 32)
     if resolved == "hf":
-        return HFEngine(policy.model, policy.tokenizer, policy.device, batch_size=batch_size, dtype=policy.compute_dtype)
+        return HFEngine(policy.model, policy.tokenizer, policy.device, batch_size=batch_size, dtype=policy.compute_dtype,
+                        **hf_options(config))
     from seedbench.engines.vllm import VLLMEngine
 
     return VLLMEngine(policy.model, policy.tokenizer, device=policy.device, dtype=policy.compute_dtype,
@@ -72,6 +74,15 @@ def vllm_options(config: Any) -> dict[str, Any]:
     keys = ("gpu_memory_utilization", "max_model_len", "enforce_eager", "enable_prefix_caching",
             "cpu_kv_cache_gib", "max_num_seqs", "tensor_parallel_size")
     return {key: values[key] for key in keys if values.get(key) is not None}
+
+
+def hf_options(config: Any) -> dict[str, Any]:
+    """The HF engine's switches from ``config.hf`` (a `HFEngineConfig` or mapping); absent = the defaults."""
+    section = getattr(config, "hf", None)
+    if section is None:
+        return {}
+    values = section if isinstance(section, dict) else vars(section)
+    return {key: values[key] for key in ("kv_cache", "share_prompt_prefill", "sampler") if key in values}
 
 
 def close_engine(engine: Any) -> None:

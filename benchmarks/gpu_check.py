@@ -1,0 +1,359 @@
+"""GPU check: generation, update and one GRPO and one SEED iteration on one GPU, in under 8 minutes, JSON out.
+
+    python benchmarks/gpu_check.py [--out benchmarks/results/gpu/gpu_check.json] [--budget-s 450]
+    python benchmarks/gpu_check.py --tiny        # CPU, tiny shapes: the same code path in < 1 minute
+
+Written for a machine with one H200, torch 2.11 and transformers 5.17 preinstalled, no package registry,
+no vLLM and no gymnasium. No weights travel: the models are built from a config in the shapes of
+Qwen2.5-0.5B and Qwen2.5-1.5B (random weights) with a word-level tokenizer of the same vocabulary size
+(seedbench's tiny tokenizer padded with filler words), saved once to a temporary directory, and loaded
+through seedbench's own `load_policy` (fp32 master weights, bf16 compute: autocast and the engine's bf16
+copy). gymnasium, which ``import seedbench`` needs, is installed from the wheels in ``--wheelhouse``
+(default ``wheelhouse/`` at the repository root) when it is missing; docs/performance.md ("GPU check")
+says how to fill that folder and run this through the device tool.
+
+Measured, per model shape (each part in its own try block, so one failure leaves the others' figures):
+
+* ``generation``: HF engine tokens/s at batch 16, 64 and 128 (Sokoban agent prompts, temperature 1, no
+  stop string, a fixed number of new tokens), dynamic vs static KV cache;
+* ``update``: forward + backward + AdamW step as the trainer runs it (fp32 master weights, bf16 autocast,
+  logits for the response columns only), tokens/s and model-FLOP utilisation against the bf16 peak (the
+  H200's 989 TFLOP/s dense spec, and a matmul measured here);
+* ``logprob_gap_bf16``: mean |engine − trainer| log-prob per token, the bf16 engine copy against the
+  trainer's bf16-autocast recomputation (`seedbench.training.logprob_check`);
+
+and, with the smaller shape, one full ``grpo`` and one ``seed`` iteration on Sokoban through
+`seedbench.training.trainer.train` (metrics.jsonl's ``time/…`` fields). Parts left when ``--budget-s``
+is spent are recorded as skipped. The exit status is 1 when a part failed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import importlib.util
+import json
+import os
+import platform
+import subprocess
+import sys
+import tempfile
+import time
+import traceback
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+SHAPES = {  # the configs of Qwen/Qwen2.5-0.5B and -1.5B (config.json), random weights
+    "qwen2.5-0.5b": dict(hidden_size=896, intermediate_size=4864, num_hidden_layers=24, num_attention_heads=14,
+                         num_key_value_heads=2, vocab_size=151936, tie_word_embeddings=True),
+    "qwen2.5-1.5b": dict(hidden_size=1536, intermediate_size=8960, num_hidden_layers=28, num_attention_heads=12,
+                         num_key_value_heads=2, vocab_size=151936, tie_word_embeddings=True),
+}
+TINY_SHAPE = {"qwen2-tiny": dict(hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
+                                 num_key_value_heads=2, vocab_size=512, tie_word_embeddings=True)}
+H200_BF16_PEAK_TFLOPS = 989.0  # dense bf16, NVIDIA's H200 SXM spec (the device notes measured ~790 on a matmul)
+
+
+def plan(tiny: bool) -> dict:
+    """What to run: the full H200 plan or the tiny CPU one (same code path, small numbers)."""
+    if tiny:
+        return dict(shapes=TINY_SHAPE, device="cpu", batches=[2], new_tokens=4, update_batch=2, update_prompt=24,
+                    update_response=8, update_steps=1, gap_prompts=2, iteration_shape="qwen2-tiny",
+                    rollout=dict(tasks_per_batch=1, group_size=2, max_new_tokens=4, max_steps=2),
+                    eval=dict(num_tasks=1, max_new_tokens=4), analysis_max_new_tokens=8, micro_batch=2)
+    return dict(shapes=SHAPES, device="cuda", batches=[16, 64, 128], new_tokens=64, update_batch=8,
+                update_prompt=768, update_response=256, update_steps=3, gap_prompts=16,
+                iteration_shape="qwen2.5-0.5b",
+                rollout=dict(tasks_per_batch=4, group_size=4, max_new_tokens=64, max_steps=5),
+                eval=dict(num_tasks=2, max_new_tokens=32), analysis_max_new_tokens=128, micro_batch=8)
+
+
+def ensure_gymnasium(wheelhouse: Path) -> str:
+    """``import seedbench`` needs gymnasium; install it offline from `wheelhouse` when it is missing."""
+    if importlib.util.find_spec("gymnasium") is not None:
+        return "present"
+    wheels = sorted(wheelhouse.glob("*.whl")) if wheelhouse.is_dir() else []
+    if not wheels:
+        raise SystemExit(f"gpu_check: gymnasium is missing and {wheelhouse} holds no wheels; on a machine with a "
+                         "registry run: pip download gymnasium farama-notifications --no-deps --only-binary=:all: "
+                         f"-d {wheelhouse}")
+    target = Path(tempfile.gettempdir()) / "gpu_check_site"
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-index", "--no-deps", "--target", str(target),
+                    *map(str, wheels)], check=True)
+    sys.path.insert(0, str(target))
+    os.environ["PYTHONPATH"] = os.pathsep.join([str(target), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep)
+    importlib.invalidate_caches()
+    return f"installed from {wheelhouse} ({', '.join(w.name for w in wheels)})"
+
+
+def filler_tokenizer(vocab_size: int):
+    """seedbench's tiny word-level tokenizer (it reads Sokoban prompts) padded with filler words to
+    `vocab_size`, so the embedding and the vocabulary projection have the real model's shape."""
+    from tokenizers import Tokenizer, models
+    from transformers import PreTrainedTokenizerFast
+
+    from seedbench.models.tiny import tiny_tokenizer
+
+    base = tiny_tokenizer()
+    vocab = dict(base.get_vocab())
+    for index in range(len(vocab), vocab_size):
+        vocab[f"w{index}"] = index
+    backend = Tokenizer.from_str(base.backend_tokenizer.to_str())
+    backend.model = models.WordLevel(vocab=vocab, unk_token="<unk>")
+    tok = PreTrainedTokenizerFast(tokenizer_object=backend, unk_token="<unk>", pad_token="<pad>", eos_token="<eos>",
+                                  additional_special_tokens=["<|user|>", "<|assistant|>", "<|system|>"])
+    tok.chat_template, tok.padding_side = base.chat_template, "left"
+    return tok
+
+
+def save_checkpoint(name: str, shape: dict, device: str, directory: Path) -> Path:
+    """A randomly initialised Qwen2 model of `shape` and its tokenizer, saved in bf16 to `directory`/`name`."""
+    import torch
+    from transformers import AutoModelForCausalLM, Qwen2Config
+
+    tok = filler_tokenizer(shape["vocab_size"])
+    config = Qwen2Config(**shape, max_position_embeddings=32768, rope_theta=1000000.0, rms_norm_eps=1e-6,
+                         bos_token_id=tok.eos_token_id, eos_token_id=tok.eos_token_id, pad_token_id=tok.pad_token_id)
+    torch.manual_seed(0)
+    with torch.device(device):
+        model = AutoModelForCausalLM.from_config(config, dtype=torch.bfloat16)
+    path = directory / name
+    model.save_pretrained(path)
+    tok.save_pretrained(path)
+    del model
+    return path
+
+
+def agent_prompts(tok, count: int) -> list[list[int]]:
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    from engine_speed import agent_prompts as sokoban_prompts
+
+    distinct = sokoban_prompts(tok, min(count, 16))
+    return [distinct[i % len(distinct)] for i in range(count)]
+
+
+def synchronize(device) -> None:
+    import torch
+
+    if device.type == "cuda":
+        torch.cuda.synchronize()
+
+
+def measure_generation(policy, p: dict) -> dict:
+    """Tokens/s of the HF engine (bf16 copy) per batch size, dynamic vs static KV cache, interleaved."""
+    from seedbench.engines.base import SamplingParams
+    from seedbench.engines.hf import HFEngine
+
+    params = SamplingParams(max_new_tokens=p["new_tokens"], temperature=1.0, stop=[])
+    engines = {kv: HFEngine(policy.model, policy.tokenizer, policy.device, batch_size=max(p["batches"]),
+                            dtype=policy.compute_dtype, kv_cache=kv) for kv in ("dynamic", "static")}
+    engines["static"].model = engines["dynamic"].model  # one bf16 copy for both
+    engines["dynamic"].generate(agent_prompts(policy.tokenizer, 2), SamplingParams(max_new_tokens=2, stop=[]))
+    result: dict = {}
+    for batch in p["batches"]:
+        prompts = agent_prompts(policy.tokenizer, batch)
+        row = {"prompt_tokens_mean": sum(map(len, prompts)) / batch}
+        for kv, engine in engines.items():
+            synchronize(policy.device)
+            t0 = time.perf_counter()
+            out = engine.generate(prompts, params)
+            synchronize(policy.device)
+            seconds = time.perf_counter() - t0
+            tokens = sum(len(g.token_ids) for g in out)
+            row[kv] = {"seconds": seconds, "new_tokens": tokens, "tokens_per_s": tokens / seconds}
+        row["static_over_dynamic"] = row["static"]["tokens_per_s"] / row["dynamic"]["tokens_per_s"]
+        result[str(batch)] = row
+    return result
+
+
+def train_flops_per_step(config, batch: int, prompt: int, response: int) -> float:
+    """Model FLOPs of one forward + backward (3× the forward): body matmuls on every token, causal
+    attention scores, and the vocabulary projection on the response columns only."""
+    d, layers, vocab = config.hidden_size, config.num_hidden_layers, config.vocab_size
+    kv = config.num_key_value_heads * (d // config.num_attention_heads)
+    body = layers * (2 * d * d + 2 * d * kv + 3 * d * config.intermediate_size)  # q,o + k,v + MLP weights
+    length = prompt + response
+    forward = batch * (2 * body * length + 2 * layers * d * length * length + 2 * d * vocab * (response + 1))
+    return 3.0 * forward
+
+
+def matmul_peak_tflops(device) -> float | None:
+    import torch
+
+    if device.type != "cuda":
+        return None
+    a = torch.randn(8192, 8192, device=device, dtype=torch.bfloat16)
+    for _ in range(3):
+        a @ a
+    synchronize(device)
+    t0 = time.perf_counter()
+    for _ in range(10):
+        a @ a
+    synchronize(device)
+    return 10 * 2 * 8192**3 / (time.perf_counter() - t0) / 1e12
+
+
+def measure_update(policy, p: dict) -> dict:
+    """Forward + backward + AdamW step at the trainer's precision, on random prompt + response ids."""
+    import torch
+
+    model, device = policy.model, policy.device
+    batch, prompt, response = p["update_batch"], p["update_prompt"], p["update_response"]
+    ids = torch.randint(0, model.config.vocab_size, (batch, prompt + response), device=device)
+    optimizer = torch.optim.AdamW([q for q in model.parameters() if q.requires_grad], lr=1e-7)
+    model.train()
+    times = []
+    for step in range(p["update_steps"] + 1):
+        synchronize(device)
+        t0 = time.perf_counter()
+        with policy.autocast():
+            logits = model(input_ids=ids, logits_to_keep=response + 1).logits[:, :-1].float()
+        logp = torch.log_softmax(logits, -1).gather(-1, ids[:, prompt:, None]).squeeze(-1)
+        (-logp.mean()).backward()
+        optimizer.step()
+        optimizer.zero_grad(set_to_none=True)
+        synchronize(device)
+        if step:  # step 0 warms up (allocator, kernels)
+            times.append(time.perf_counter() - t0)
+    del optimizer
+    model.eval()
+    seconds = min(times)
+    flops = train_flops_per_step(model.config, batch, prompt, response)
+    peak = matmul_peak_tflops(device)
+    return {"batch": batch, "prompt_tokens": prompt, "response_tokens": response, "seconds_per_step": seconds,
+            "tokens_per_s": batch * (prompt + response) / seconds, "model_tflops": flops / seconds / 1e12,
+            "mfu_vs_spec": flops / seconds / 1e12 / H200_BF16_PEAK_TFLOPS if device.type == "cuda" else None,
+            "matmul_peak_tflops": peak, "mfu_vs_matmul": flops / seconds / 1e12 / peak if peak else None}
+
+
+def measure_logprob_gap(policy, p: dict) -> dict:
+    """The bf16 engine copy's sampled log-probs against the trainer's recomputation (bf16 autocast)."""
+    import torch
+
+    from seedbench.engines.base import SamplingParams
+    from seedbench.engines.hf import HFEngine
+    from seedbench.training.logprob_check import check_engine
+
+    torch.manual_seed(0)
+    engine = HFEngine(policy.model, policy.tokenizer, policy.device, dtype=policy.compute_dtype)
+    check = check_engine(engine, policy.model, policy.tokenizer, agent_prompts(policy.tokenizer, p["gap_prompts"]),
+                         SamplingParams(max_new_tokens=p["new_tokens"], stop=[]), policy.device,
+                         autocast=policy.autocast())
+    return {"mean_abs_diff": check.mean_abs_diff, "max_abs_diff": check.max_abs_diff, "tokens": check.tokens,
+            "flagged": check.flagged, "threshold": check.threshold, "dtype": str(policy.compute_dtype)}
+
+
+def run_iteration(agent: str, checkpoint: Path, p: dict, directory: Path) -> dict:
+    """One full training iteration on Sokoban (with the trainer's two evaluations), from metrics.jsonl."""
+    from seedbench.config import build_config
+    from seedbench.training.trainer import train
+
+    algo = {"analysis_max_new_tokens": p["analysis_max_new_tokens"]} if agent == "seed" else {}
+    config = build_config(overrides={
+        "env": "sokoban", "agent": agent, "iterations": 1, "engine": "hf", "output": str(directory / agent),
+        "model": {"name": str(checkpoint), "dtype": "bf16", "device": p["device"]}, "rollout": dict(p["rollout"]),
+        "eval": dict(p["eval"]), "optim": {"micro_batch_size": p["micro_batch"]}, "save_final_model": False,
+        "algo": algo})
+    t0 = time.perf_counter()
+    path = train(config)
+    wall = time.perf_counter() - t0
+    lines = (Path(path) / "metrics.jsonl").read_text().splitlines()
+    metrics = json.loads(lines[-1])
+    keep = {k: v for k, v in metrics.items() if k.startswith(("time/", "rollout/logprob", "seed/analysis"))
+            or k in ("train/loss", "generated_tokens", "env_steps")}
+    return {"wall_s_with_evals": wall, **keep}
+
+
+def part(record: dict, key: str, fn, deadline: float) -> None:
+    """Run one measurement into record[key]; a failure or a spent budget is recorded, never raised."""
+    if time.monotonic() > deadline:
+        record[key] = {"skipped": "time budget spent"}
+        return
+    t0 = time.perf_counter()
+    try:
+        record[key] = fn()
+    except Exception as err:  # noqa: BLE001 - every part must leave its error in the JSON
+        record[key] = {"error": f"{type(err).__name__}: {err}", "traceback": traceback.format_exc()[-3000:]}
+    if isinstance(record[key], dict):
+        record[key]["part_s"] = time.perf_counter() - t0
+    print(f"gpu_check: {key}: {json.dumps(record[key], default=str)[:400]}", flush=True)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--tiny", action="store_true", help="CPU, tiny shapes (the test and a dry run)")
+    parser.add_argument("--out", default=str(ROOT / "benchmarks/results/gpu/gpu_check.json"))
+    parser.add_argument("--budget-s", type=float, default=450.0, help="start no part after this many seconds")
+    parser.add_argument("--wheelhouse", default=str(ROOT / "wheelhouse"))
+    parser.add_argument("--shapes", default=None, help="comma-separated subset of the shapes")
+    args = parser.parse_args(argv)
+    start = time.monotonic()
+    gymnasium = ensure_gymnasium(Path(args.wheelhouse))
+    sys.path.insert(0, str(ROOT / "src"))
+    os.environ.setdefault("SEEDBENCH_PROGRESS", "0")
+    from seedbench import threads
+
+    threads.configure()  # the seedbench command's OpenMP settings, before torch loads
+    import torch
+    import transformers
+
+    p = plan(args.tiny)
+    if p["device"] == "cuda" and not torch.cuda.is_available():
+        raise SystemExit("gpu_check: no CUDA device; use --tiny for the CPU dry run")
+    shapes = {k: v for k, v in p["shapes"].items() if not args.shapes or k in args.shapes.split(",")}
+    record: dict = {"benchmark": "gpu_check", "tiny": args.tiny, "gymnasium": gymnasium,
+                    "machine": {"platform": platform.platform(), "cpus": os.cpu_count(),
+                                "gpu": torch.cuda.get_device_name(0) if torch.cuda.is_available() else None},
+                    "versions": {"torch": torch.__version__, "transformers": transformers.__version__,
+                                 "python": platform.python_version()}, "models": {}, "iterations": {}}
+    deadline = start + args.budget_s
+    with tempfile.TemporaryDirectory(prefix="gpu_check_") as tmp:
+        directory = Path(tmp)
+        for name, shape in shapes.items():
+            record["models"][name] = entry = {"shape": shape}
+            part(entry, "model", lambda: measure_model(name, shape, p, directory, entry), deadline)
+        if p["iteration_shape"] in shapes:
+            checkpoint = directory / p["iteration_shape"]
+            for agent in ("grpo", "seed"):
+                part(record["iterations"], agent, lambda: run_iteration(agent, checkpoint, p, directory), deadline)
+    record["total_s"] = time.monotonic() - start
+    failed = [k for k, v in _parts(record) if "error" in v]
+    record["failed_parts"] = failed
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(record, indent=2, default=str) + "\n")
+    print(f"gpu_check: done in {record['total_s']:.0f} s; {len(failed)} failed parts {failed}; wrote {out}")
+    return 1 if failed else 0
+
+
+def measure_model(name: str, shape: dict, p: dict, directory: Path, entry: dict) -> dict:
+    """Build, save and load one shape, then its generation, update and log-prob parts (into `entry`)."""
+    import torch
+
+    from seedbench.config import ModelConfig
+    from seedbench.models.policy import load_policy
+
+    t0 = time.perf_counter()
+    checkpoint = save_checkpoint(name, shape, p["device"], directory)
+    policy = load_policy(ModelConfig(name=str(checkpoint), dtype="bf16", device=p["device"]), need_reference=False)
+    info = {"params": sum(q.numel() for q in policy.model.parameters()), "build_and_load_s": time.perf_counter() - t0}
+    for key, fn in (("generation", measure_generation), ("update", measure_update),
+                    ("logprob_gap_bf16", measure_logprob_gap)):
+        part(entry, key, lambda: fn(policy, p), float("inf"))
+    policy = None  # free the model (and its GPU memory) before the next shape
+    if torch.cuda.is_available():
+        torch.cuda.empty_cache()
+    return info
+
+
+def _parts(record: dict):
+    for name, entry in record["models"].items():
+        for key, value in entry.items():
+            if isinstance(value, dict) and key != "shape":
+                yield f"{name}/{key}", value
+    for key, value in record["iterations"].items():
+        yield f"iterations/{key}", value
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

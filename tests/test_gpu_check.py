@@ -1,0 +1,60 @@
+"""The GPU check runs first time on the GPU: its whole code path, on CPU with tiny shapes, writes every
+figure it promises; its FLOP count is the hand-computed one."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+spec = importlib.util.spec_from_file_location("gpu_check", ROOT / "benchmarks" / "gpu_check.py")
+gpu_check = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(gpu_check)
+
+
+def test_tiny_run_writes_every_field(tmp_path):
+    out = tmp_path / "gpu_check.json"
+    env = dict(os.environ, PYTHONPATH=str(ROOT / "src"))
+    proc = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "gpu_check.py"), "--tiny", "--out", str(out)],
+                          env=env, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    record = json.loads(out.read_text())
+    assert record["failed_parts"] == [] and record["tiny"] is True
+    assert set(record["versions"]) >= {"torch", "transformers"}
+    model = record["models"]["qwen2-tiny"]
+    assert model["model"]["params"] > 0
+    gen = model["generation"]["2"]
+    for kv in ("dynamic", "static"):
+        assert 0 < gen[kv]["new_tokens"] <= 2 * 4 and gen[kv]["tokens_per_s"] > 0
+    assert gen["static_over_dynamic"] > 0
+    update = model["update"]
+    assert update["tokens_per_s"] == pytest.approx(2 * (24 + 8) / update["seconds_per_step"])
+    assert update["model_tflops"] > 0 and update["mfu_vs_spec"] is None  # no GPU peak on CPU
+    gap = model["logprob_gap_bf16"]
+    assert gap["dtype"] == "torch.bfloat16" and gap["tokens"] > 0 and 0 <= gap["mean_abs_diff"] < gap["threshold"]
+    for agent in ("grpo", "seed"):
+        it = record["iterations"][agent]
+        assert it["time/iteration_s"] > 0 and it["env_steps"] > 0 and "rollout/logprob_abs_diff" in it
+    assert "time/analysis_s" in record["iterations"]["seed"]
+
+
+def test_flop_count_by_hand():
+    config = SimpleNamespace(hidden_size=2, num_hidden_layers=1, num_attention_heads=1, num_key_value_heads=1,
+                             intermediate_size=3, vocab_size=5)
+    # body weights 2·2² (q, o) + 2·2·2 (k, v) + 3·2·3 (MLP) = 34; 2 tokens: 2·34·2 + attention 2·1·2·2² +
+    # vocabulary 2·2·5·(1 + 1) = 192 forward FLOPs, ×3 with the backward
+    assert gpu_check.train_flops_per_step(config, batch=1, prompt=1, response=1) == 576
+
+
+def test_missing_gymnasium_without_wheels_names_the_fix(tmp_path, monkeypatch):
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "gymnasium" else real(name, *a))
+    with pytest.raises(SystemExit, match="pip download gymnasium farama-notifications"):
+        gpu_check.ensure_gymnasium(tmp_path / "wheelhouse")

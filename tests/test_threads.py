@@ -1,0 +1,84 @@
+"""The OpenMP settings of `seedbench.threads` reach torch: set before it loads, the user's values win.
+
+Each case runs a fresh interpreter, since OpenMP reads its variables once, when torch loads it. An import
+hook records the environment at the moment ``import torch`` starts."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from seedbench import threads
+
+SRC = Path(__file__).resolve().parents[1] / "src"
+
+PROBE = r"""
+import importlib.abc, json, os, sys
+seen = {}
+class Probe(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path=None, target=None):
+        if name == "torch" and not seen:
+            seen.update({k: os.environ.get(k) for k in ("OMP_WAIT_POLICY", "OMP_NUM_THREADS")})
+        return None
+sys.meta_path.insert(0, Probe())
+entry = sys.argv[1]
+if entry == "cli":
+    from seedbench.cli import main
+    main(["envs"])
+else:  # python -m seedbench
+    import runpy
+    sys.argv = ["seedbench", "envs"]
+    try:
+        runpy.run_module("seedbench", run_name="__main__")
+    except SystemExit:
+        pass
+import torch  # whatever the command imported, torch is loaded from here on
+seen["torch_threads"] = torch.get_num_threads()
+print("PROBE" + json.dumps(seen))
+"""
+
+
+def probe(entry: str, **env_vars: str) -> dict:
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("OMP_WAIT_POLICY", "OMP_NUM_THREADS", "SEEDBENCH_OMP_WAIT_POLICY", "SEEDBENCH_NUM_THREADS")}
+    env.update(env_vars, PYTHONPATH=str(SRC))
+    out = subprocess.run([sys.executable, "-c", PROBE, entry], env=env, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    line = next(line for line in out.stdout.splitlines() if line.startswith("PROBE"))
+    return json.loads(line[len("PROBE"):])
+
+
+@pytest.mark.parametrize("entry", ["cli", "module"])
+def test_passive_is_set_before_torch_loads(entry):
+    seen = probe(entry)
+    assert seen["OMP_WAIT_POLICY"] == "PASSIVE"
+    assert seen["OMP_NUM_THREADS"] is None  # thread count: torch's own choice
+
+
+def test_users_own_variables_win():
+    seen = probe("cli", OMP_WAIT_POLICY="ACTIVE", OMP_NUM_THREADS="1", SEEDBENCH_NUM_THREADS="2")
+    assert seen["OMP_WAIT_POLICY"] == "ACTIVE"
+    assert seen["OMP_NUM_THREADS"] == "1"
+    assert seen["torch_threads"] == 1
+
+
+def test_seedbench_settings_choose_policy_and_threads():
+    seen = probe("cli", SEEDBENCH_OMP_WAIT_POLICY="default", SEEDBENCH_NUM_THREADS="1")
+    assert seen["OMP_WAIT_POLICY"] is None  # the runtime's own policy
+    assert seen["OMP_NUM_THREADS"] == "1"
+    assert seen["torch_threads"] == 1
+
+
+def test_configure_on_a_mapping():
+    env = {"SEEDBENCH_OMP_WAIT_POLICY": "active"}
+    assert threads.configure(env) == {"OMP_WAIT_POLICY": "ACTIVE"}
+    assert threads.configure(env) == {}  # already set: left alone
+    with pytest.raises(ValueError, match="SEEDBENCH_OMP_WAIT_POLICY"):
+        threads.configure({"SEEDBENCH_OMP_WAIT_POLICY": "spin"})
+    with pytest.raises(ValueError, match="positive integer"):
+        threads.configure({"SEEDBENCH_NUM_THREADS": "0"})
