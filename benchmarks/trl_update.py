@@ -9,7 +9,8 @@ The sequences are the README quick start's recorded rollout batch (`benchmarks/u
 through its ``rollout_func`` (no generation), as 8 prompts × ``num_generations=2``; both sides use fp32,
 micro-batches of 2 (TRL: ``per_device_train_batch_size=2``, ``gradient_accumulation_steps=8``), one optimizer
 step over all 16 sequences, β_KL 0.01 with a frozen reference forward, temperature 1, AdamW at 1e-5,
-gradient clipping at 1, no activation checkpointing (TRL's GRPO default turns it on; seedbench's is off). Timed interleaved (seedbench plain, seedbench optimised, TRL, …): seedbench's
+gradient clipping at 1, no activation checkpointing (TRL's GRPO default turns it on; seedbench's is off).
+Timed interleaved (seedbench plain, seedbench optimised, TRL, …): seedbench's
 `Trainer.update` against TRL's optimizer step from ``on_step_begin`` to ``on_step_end`` (its rollout
 function, reference forward, 8 forward + backward passes and the AdamW step).
 
@@ -91,7 +92,8 @@ def make_trl_trainer(model, tokenizer, samples, output_dir: str, lr: float, beta
     args = GRPOConfig(output_dir=output_dir, per_device_train_batch_size=micro,
                       gradient_accumulation_steps=sequences // micro, num_generations=2,
                       max_completion_length=max(len(s.response_ids) for s in samples) + 1, learning_rate=lr, beta=beta,
-                      temperature=1.0, max_grad_norm=1.0, gradient_checkpointing=False, weight_decay=0.01, use_cpu=True, bf16=False, fp16=False,
+                      temperature=1.0, max_grad_norm=1.0, gradient_checkpointing=False, weight_decay=0.01,
+                      use_cpu=True, bf16=False, fp16=False,
                       report_to="none", save_strategy="no", logging_steps=1, max_steps=1, seed=0,
                       dataloader_num_workers=0, disable_tqdm=True)
     dataset = Dataset.from_dict({"prompt": list(by_prompt)})
@@ -153,7 +155,8 @@ def main(argv=None) -> int:
         print(f"  trl GRPOTrainer      {trl_timings[-1]:7.1f} s", flush=True)
     load_after = os.getloadavg()
     median = {name: statistics.median(values) for name, values in times.items()}
-    result = {"model": args.model, "sequences": len(samples), "tokens": tokens, "trl_tokens": trl_tokens, "dtype": "float32",
+    result = {"model": args.model, "sequences": len(samples), "tokens": tokens, "trl_tokens": trl_tokens,
+              "dtype": "float32",
               "threads": torch.get_num_threads(), "seconds": times, "median_s": median,
               "tokens_per_s": {name: tokens / value for name, value in median.items()},
               "trl_over_seedbench": {name: median["trl"] / median[name] for name in ("seedbench_plain", "seedbench_optimised")},
@@ -162,7 +165,8 @@ def main(argv=None) -> int:
                               "TRL skips the old-log-prob pass (one on-policy step), seedbench plain scores it",
                               "loss: TRL dapo (no dual clip) vs seedbench dual-clip PPO + k3 KL + entropy bonus",
                               "TRL's Trainer bookkeeping (per-step metrics) is inside its timed step"]}
-    print(f"\n{len(samples)} sequences, {tokens} tokens (TRL counted {trl_tokens}), fp32; load average {load_before[0]:.2f} -> {load_after[0]:.2f}")
+    print(f"\n{len(samples)} sequences, {tokens} tokens (TRL counted {trl_tokens}), fp32; "
+          f"load average {load_before[0]:.2f} -> {load_after[0]:.2f}")
     for name, value in median.items():
         print(f"{name:<22}{value:8.1f} s  {tokens / value:7.1f} tokens/s")
     for name, value in result["trl_over_seedbench"].items():

@@ -127,7 +127,8 @@ def timed_update(trainer, initial, prepared, trajectories, settings: dict):
 def parameter_difference(after, reference, initial) -> dict:
     diff = max(float((after[k] - reference[k]).abs().max()) for k in reference)
     moved = max(float((reference[k] - initial[k]).abs().max()) for k in reference)
-    return {"max_abs": diff, "relative_to_largest_change": diff / moved if moved else float("nan"), "largest_change": moved}
+    return {"max_abs": diff, "relative_to_largest_change": diff / moved if moved else float("nan"),
+            "largest_change": moved}
 
 
 def seed_at_equal_work(args, grpo, initial, trajectories, rewards, out: Path) -> dict:
@@ -201,7 +202,8 @@ def main(argv=None) -> int:
                                                 for name in variants if name != "plain"},
               "loss_difference_vs_plain": {name: abs(losses[name] - losses["plain"]) for name in variants},
               "loadavg_before": load_before, "loadavg_after": load_after}
-    print(f"\nupdate seconds (median of {args.repeats}, interleaved); load average {load_before[0]:.2f} -> {load_after[0]:.2f}")
+    print(f"\nupdate seconds (median of {args.repeats}, interleaved); "
+          f"load average {load_before[0]:.2f} -> {load_after[0]:.2f}")
     for name in variants:
         line = f"{name:<14}{median[name]:8.1f} s  x{result['speedup_vs_plain'][name]:.2f}"
         if name != "plain":

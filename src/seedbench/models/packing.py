@@ -95,7 +95,8 @@ def pack_batch(prompts: Sequence[Sequence[int]], responses: Sequence[Sequence[in
     for row, response in enumerate(responses):
         mask[row, : len(response)] = 1.0
     return PackedBatch(input_ids=torch.tensor([ids], dtype=torch.long), positions=torch.tensor([positions]),
-                       attention=(causal & visible)[None, None], logit_index=torch.tensor(logit_index, dtype=torch.long),
+                       attention=(causal & visible)[None, None],
+                       logit_index=torch.tensor(logit_index, dtype=torch.long),
                        targets=torch.tensor(targets, dtype=torch.long), mask=mask, prefix_length=k)
 
 
