@@ -74,9 +74,10 @@ def forward_logprobs(model: Any, prompts, responses, pad_id: int, device, *, wit
 
     `packing` (``optim.packing``): ``off`` = padded rows (`pad_batch`); ``packed`` / ``shared_prefix`` = one
     row without padding, the common prompt prefix once for ``shared_prefix`` (`seedbench.models.packing`);
-    the same numbers up to float summation order. Vision models always use the padded rows."""
+    the same numbers up to float summation order. Vision models and flash-attention kernels always use the
+    padded rows (`_packable`)."""
     ctx = autocast if autocast is not None else torch.autocast(device_type=torch.device(device).type, enabled=False)
-    if packing != "off" and any(responses) and not _is_vision(model):
+    if packing != "off" and any(responses) and _packable(model):
         return _packed_logprobs(model, prompts, responses, device, ctx, with_entropy, temperature,
                                 shared_prefix=packing == "shared_prefix")
     input_ids, attention, positions, targets, mask = (t.to(device) for t in pad_batch(prompts, responses, pad_id))
@@ -93,10 +94,14 @@ def forward_logprobs(model: Any, prompts, responses, pad_id: int, device, *, wit
     return logp * mask, entropy, mask
 
 
-def _is_vision(model: Any) -> bool:
+def _packable(model: Any) -> bool:
+    """Text models whose attention takes a 4-D mask (SDPA, eager, flex). Vision models merge image features
+    at placeholder positions a packed row would move; flash-attention kernels take no 4-D mask."""
     from seedbench.models.vision import is_vision_model
+    from seedbench.models.weights import base_model
 
-    return is_vision_model(model)
+    implementation = str(getattr(getattr(base_model(model), "config", None), "_attn_implementation", "sdpa") or "sdpa")
+    return not is_vision_model(model) and not implementation.startswith("flash")
 
 
 def _packed_logprobs(model, prompts, responses, device, ctx, with_entropy: bool, temperature: float, *,
