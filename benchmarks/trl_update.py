@@ -44,6 +44,7 @@ def parse_args(argv=None):
     p.add_argument("--model", default="smollm2-135m")
     p.add_argument("--config", default=None, help="recipe of the recorded rollout (default: the README quick start)")
     p.add_argument("--repeats", type=int, default=2)
+    p.add_argument("--samples", type=int, default=0, help="use only the first N (even) samples of the batch; 0 = all")
     p.add_argument("--batch", default=None, help="recorded batch (update_speed.py's pickle); recorded when missing")
     p.add_argument("--set", nargs="*", default=[], metavar="KEY=VALUE", help="config overrides (tests: tiny shapes)")
     p.add_argument("--out", default="benchmarks/results/trl_update.json")
@@ -125,7 +126,8 @@ def main(argv=None) -> int:
     trajectories, rewards = update_speed.record_batch(trainer, batch_path)
     prepared = trainer.agent.prepare(trajectories, rewards, 1)
     update_speed.active_advantages(prepared)
-    samples = prepared.samples[: len(prepared.samples) - len(prepared.samples) % 2]  # whole TRL pairs
+    samples = prepared.samples[: args.samples or len(prepared.samples)]
+    samples = samples[: len(samples) - len(samples) % 2]  # whole TRL pairs
     prepared.samples = samples
     tokens = sum(len(s.prompt_ids) + len(s.response_ids) for s in samples)
     initial = {k: v.detach().clone() for k, v in trainer.policy.model.state_dict().items()}
@@ -142,17 +144,22 @@ def main(argv=None) -> int:
     load_before = os.getloadavg()
     for _ in range(args.repeats):
         for name in ("plain", "optimised"):
-            seconds, _, _ = update_speed.timed_update(trainer, initial, prepared, trajectories, update_speed.VARIANTS[name])
+            seconds, _, metrics = update_speed.timed_update(trainer, initial, prepared, trajectories,
+                                                            update_speed.VARIANTS[name])
             times[f"seedbench_{name}"].append(seconds)
-            print(f"  seedbench {name:<10} {seconds:7.1f} s", flush=True)
+            print(f"  seedbench {name:<10} {seconds:7.1f} s (CPU {metrics['cpu_s']:.1f} s, "
+                  f"load {os.getloadavg()[0]:.1f})", flush=True)
         trl_model.load_state_dict(initial)
         before = len(trl_timings)
+        c0 = time.process_time()
         trl_trainer.train()
+        trl_cpu = time.process_time() - c0  # includes TRL's set-up inside train()
         if len(trl_timings) != before + 1:
             raise RuntimeError("TRL ran no optimizer step; check its batch settings")
         times["trl"].append(trl_timings[-1])
         trl_tokens = int(trl_trainer.state.num_input_tokens_seen)  # prompt + completion tokens TRL trained on
-        print(f"  trl GRPOTrainer      {trl_timings[-1]:7.1f} s", flush=True)
+        print(f"  trl GRPOTrainer      {trl_timings[-1]:7.1f} s (CPU of train() {trl_cpu:.1f} s, "
+              f"load {os.getloadavg()[0]:.1f})", flush=True)
     load_after = os.getloadavg()
     median = {name: statistics.median(values) for name, values in times.items()}
     result = {"model": args.model, "sequences": len(samples), "tokens": tokens, "trl_tokens": trl_tokens,

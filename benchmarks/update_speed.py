@@ -118,9 +118,10 @@ def timed_update(trainer, initial, prepared, trajectories, settings: dict):
                                           lr=trainer.config.optim.lr, weight_decay=trainer.config.optim.weight_decay)
     for key, value in settings.items():
         setattr(trainer.config.optim, key, value)
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     metrics = trainer.update(copy.deepcopy(prepared), trajectories)
     seconds = time.perf_counter() - t0
+    metrics["cpu_s"] = time.process_time() - c0  # this process's CPU seconds: less sensitive to other jobs
     return seconds, {k: v.detach().clone() for k, v in model.state_dict().items()}, metrics
 
 
@@ -184,20 +185,32 @@ def main(argv=None) -> int:
     initial = {k: v.detach().clone() for k, v in trainer.policy.model.state_dict().items()}
     variants = {**VARIANTS, **(SINGLES if args.singles else {})}
     times: dict[str, list[float]] = {name: [] for name in variants}
+    cpu: dict[str, list[float]] = {name: [] for name in variants}
     after: dict[str, dict] = {}
     losses: dict[str, float] = {}
     load_before = os.getloadavg()
     for repeat in range(args.repeats):
-        for name, settings in variants.items():
-            seconds, params, metrics = timed_update(trainer, initial, prepared, trajectories, settings)
+        # A B B A …: the optimised variants first in even repeats, so a load that falls over the run favours plain
+        order = list(variants)[::-1] if repeat % 2 == 0 else list(variants)
+        for name in order:
+            seconds, params, metrics = timed_update(trainer, initial, prepared, trajectories, variants[name])
             times[name].append(seconds)
+            cpu[name].append(metrics["cpu_s"])
             if repeat == 0:
                 after[name], losses[name] = params, metrics["train/loss"]
-            print(f"  {name:<14} {seconds:7.1f} s  loss {metrics['train/loss']:.8f}", flush=True)
+            print(f"  {name:<14} {seconds:7.1f} s  (CPU {metrics['cpu_s']:.1f} s, load {os.getloadavg()[0]:.1f})  "
+                  f"loss {metrics['train/loss']:.8f}", flush=True)
+            if repeat == 0 and name != "plain" and "plain" in after:
+                d = parameter_difference(after[name], after["plain"], initial)
+                print(f"    {name} vs plain: max |Δparam| {d['max_abs']:.2e} (largest change {d['largest_change']:.2e})",
+                      flush=True)
     load_after = os.getloadavg()
     median = {name: statistics.median(values) for name, values in times.items()}
+    median_cpu = {name: statistics.median(values) for name, values in cpu.items()}
     result = {"model": args.model, "batch": shape, "repeats": args.repeats, "seconds": times, "median_s": median,
+              "cpu_seconds": cpu, "median_cpu_s": median_cpu,
               "speedup_vs_plain": {name: median["plain"] / median[name] for name in variants},
+              "cpu_speedup_vs_plain": {name: median_cpu["plain"] / median_cpu[name] for name in variants},
               "parameter_difference_vs_plain": {name: parameter_difference(after[name], after["plain"], initial)
                                                 for name in variants if name != "plain"},
               "loss_difference_vs_plain": {name: abs(losses[name] - losses["plain"]) for name in variants},
@@ -205,7 +218,8 @@ def main(argv=None) -> int:
     print(f"\nupdate seconds (median of {args.repeats}, interleaved); "
           f"load average {load_before[0]:.2f} -> {load_after[0]:.2f}")
     for name in variants:
-        line = f"{name:<14}{median[name]:8.1f} s  x{result['speedup_vs_plain'][name]:.2f}"
+        line = (f"{name:<14}{median[name]:8.1f} s  x{result['speedup_vs_plain'][name]:.2f}  "
+                f"(CPU {median_cpu[name]:.1f} s, x{result['cpu_speedup_vs_plain'][name]:.2f})")
         if name != "plain":
             d = result["parameter_difference_vs_plain"][name]
             line += f"  max |Δparam| {d['max_abs']:.2e} (relative {d['relative_to_largest_change']:.1e})"
