@@ -147,6 +147,18 @@ class OptimConfig:
     ``sampling`` divides the logits by ``rollout.temperature`` like the reference code, so PPO ratios, KL
     and distillation are measured on the distribution the rollout sampled from (greedy rollouts score at
     1); ``one`` is the older seedbench rule (always temperature 1)."""
+    old_logprobs: Literal["score", "first_forward", "engine"] = "first_forward"
+    """Where PPO's π_old log-probs come from: ``score`` (reference code: a scoring pass with the pre-update
+    weights before the update); ``first_forward`` (default; exact: when the update is one on-policy pass —
+    one epoch, one mini-batch, no active dropout — the loss forward's own log-probs, detached, so the ratio
+    is exactly 1 as π_old = π; otherwise ``score``); ``engine`` (the rollout engine's sampled log-probs,
+    checked against the first mini-batch's forward, falling back to ``score`` when the log-prob check flags
+    or cannot run; a changed π_old, docs/method.md §9). docs/performance.md has the timings."""
+    packing: Literal["off", "packed", "shared_prefix"] = "off"
+    """Layout of every forward of the update (old, reference, SEED teacher and loss passes): ``off`` (padded
+    rows, the reference layout); ``packed`` (each micro-batch in one row without padding); ``shared_prefix``
+    (packed, the micro-batch's common prompt prefix computed once). Equal log-probs and gradients up to
+    float summation order (`seedbench.models.packing`); vision models keep the padded rows."""
 
 
 @dataclass

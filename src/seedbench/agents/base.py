@@ -138,7 +138,7 @@ class AgentContext:
         p = self.policy
         return score_responses(model or p.model, prompts, responses, p.tokenizer.pad_token_id, p.device,
                                self.config.optim.micro_batch_size, autocast_factory=p.autocast,
-                               temperature=self.score_temperature)
+                               temperature=self.score_temperature, packing=self.config.optim.packing)
 
 
 class Agent(ABC):

@@ -68,11 +68,19 @@ def _vision_extras(model: Any, prompts, input_ids, response_width: int, position
 
 
 def forward_logprobs(model: Any, prompts, responses, pad_id: int, device, *, with_entropy: bool = False,
-                     autocast=None, temperature: float = 1.0):
+                     autocast=None, temperature: float = 1.0, packing: str = "off"):
     """Log-probs (and optionally entropies) of each response token under ``logits / temperature``:
-    tensors [B, L] plus mask [B, L]. Prompt tokens are never scored, so they can never receive loss."""
-    input_ids, attention, positions, targets, mask = (t.to(device) for t in pad_batch(prompts, responses, pad_id))
+    tensors [B, L] plus mask [B, L]. Prompt tokens are never scored, so they can never receive loss.
+
+    `packing` (``optim.packing``): ``off`` = padded rows (`pad_batch`); ``packed`` / ``shared_prefix`` = one
+    row without padding, the common prompt prefix once for ``shared_prefix`` (`seedbench.models.packing`);
+    the same numbers up to float summation order. Vision models and flash-attention kernels always use the
+    padded rows (`_packable`)."""
     ctx = autocast if autocast is not None else torch.autocast(device_type=torch.device(device).type, enabled=False)
+    if packing != "off" and any(responses) and _packable(model):
+        return _packed_logprobs(model, prompts, responses, device, ctx, with_entropy, temperature,
+                                shared_prefix=packing == "shared_prefix")
+    input_ids, attention, positions, targets, mask = (t.to(device) for t in pad_batch(prompts, responses, pad_id))
     extra, positions, never = _vision_extras(model, prompts, input_ids, targets.shape[1], positions)
     with ctx:
         logits = response_logits(model, input_ids, attention, positions, targets.shape[1], **extra)
@@ -86,16 +94,43 @@ def forward_logprobs(model: Any, prompts, responses, pad_id: int, device, *, wit
     return logp * mask, entropy, mask
 
 
+def _packable(model: Any) -> bool:
+    """Text models whose attention takes a 4-D mask (SDPA, eager, flex). Vision models merge image features
+    at placeholder positions a packed row would move; flash-attention kernels take no 4-D mask."""
+    from seedbench.models.vision import is_vision_model
+    from seedbench.models.weights import base_model
+
+    implementation = str(getattr(getattr(base_model(model), "config", None), "_attn_implementation", "sdpa") or "sdpa")
+    return not is_vision_model(model) and not implementation.startswith("flash")
+
+
+def _packed_logprobs(model, prompts, responses, device, ctx, with_entropy: bool, temperature: float, *,
+                     shared_prefix: bool):
+    from seedbench.models.packing import pack_batch, packed_logits, unflatten
+
+    packed = pack_batch(prompts, responses, shared_prefix=shared_prefix)
+    mask = packed.mask.to(device)
+    with ctx:
+        logits = packed_logits(model, packed, device)
+    logits = logits.float()
+    if temperature != 1.0:
+        logits = logits / temperature
+    logp = torch.log_softmax(logits, dim=-1).gather(-1, packed.targets.to(device).unsqueeze(-1)).squeeze(-1)
+    entropy = unflatten(entropy_from_logits(logits), mask) if with_entropy else None
+    return unflatten(logp, mask), entropy, mask
+
+
 @torch.no_grad()
 def score_responses(model: Any, prompts, responses, pad_id: int, device, micro_batch_size: int = 8,
-                    autocast_factory=None, temperature: float = 1.0) -> list[list[float]]:
-    """Per-token log-probs of each (prompt, response) pair, no gradient, in micro-batches."""
+                    autocast_factory=None, temperature: float = 1.0, packing: str = "off") -> list[list[float]]:
+    """Per-token log-probs of each (prompt, response) pair, no gradient, in micro-batches (`packing`: see
+    `forward_logprobs`)."""
     was_training = model.training
     model.eval()
     out: list[list[float]] = []
     for start in range(0, len(prompts), micro_batch_size):
         p, r = list(prompts[start : start + micro_batch_size]), list(responses[start : start + micro_batch_size])
-        logp, _, _ = forward_logprobs(model, p, r, pad_id, device, temperature=temperature,
+        logp, _, _ = forward_logprobs(model, p, r, pad_id, device, temperature=temperature, packing=packing,
                                       autocast=autocast_factory() if autocast_factory else None)
         out.extend(logp[row, : len(resp)].float().cpu().tolist() for row, resp in enumerate(r))
     if was_training:

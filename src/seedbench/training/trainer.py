@@ -203,8 +203,10 @@ class Trainer:
 
     def update(self, prepared: PreparedUpdate, trajectories: list[Trajectory] = ()) -> dict[str, float]:
         """One PPO epoch (or `ppo_epochs`) over the prepared samples, split into mini-batches of step
-        samples; old and reference log-probs are computed first with the pre-update weights, and the old
-        ones are checked against the engine's sampled log-probs of the same tokens (`trajectories`)."""
+        samples. π_old log-probs come from `optim.old_logprobs` (`_old_logprob_source`): a scoring pass with
+        the pre-update weights, the first loss forward, or the engine; reference log-probs from a scoring
+        pass under the frozen reference. The trainer's pre-update log-probs are checked against the
+        engine's sampled log-probs of the same tokens (`trajectories`)."""
         samples = prepared.samples
         # [distributed] mini-batches are cut from the global sample list (all ranks' samples in rank order)
         layout = self.dist.sample_layout([len(s.response_ids) for s in samples])
@@ -213,9 +215,13 @@ class Trainer:
         cfg, policy = self.config.optim, self.policy
         prompts = [s.prompt_ids for s in samples]
         responses = [s.response_ids for s in samples]
-        old_logp = self.context.score(prompts, responses)
-        self._log_token_signals(samples, old_logp, trajectories)
-        check_metrics = self._check_logprobs(samples, old_logp, trajectories)
+        num_minibatches = (len(layout.lengths) + cfg.mini_batch_size - 1) // cfg.mini_batch_size
+        source, old_logp = self._old_logprob_source(samples, trajectories, cfg.ppo_epochs * num_minibatches == 1)
+        check_metrics: dict[str, float] = {}
+        if source == "score":
+            old_logp = self.context.score(prompts, responses)
+            self._log_token_signals(samples, old_logp, trajectories)
+            check_metrics = self._check_logprobs(samples, old_logp, trajectories)
         ref_logp = None
         if self.needs_reference:
             with policy.reference() as ref_model:
@@ -226,8 +232,7 @@ class Trainer:
         policy.model.train()
         order = list(range(len(layout.lengths)))
         rng = random.Random(self.config.seed * 1_000_003 + self.counters["iteration"])
-        num_updates = cfg.ppo_epochs * ((len(order) + cfg.mini_batch_size - 1) // cfg.mini_batch_size)
-        bar = progress_bar(total=num_updates, desc="update", unit="minibatch")
+        bar = progress_bar(total=cfg.ppo_epochs * num_minibatches, desc="update", unit="minibatch")
         for _ in range(cfg.ppo_epochs):
             rng.shuffle(order)
             for start in range(0, len(order), cfg.mini_batch_size):
@@ -236,18 +241,27 @@ class Trainer:
                 tokens = sum(layout.lengths[i] for i in global_mini)  # [distributed] the global token-mean denominator
                 if tokens == 0:
                     continue
-                self.optimizer.zero_grad(set_to_none=True)
                 mini = layout.local(global_mini)  # [distributed] this rank's members (all of them in one process)
                 micro_batches = layout.micro_batches(global_mini, cfg.micro_batch_size)
-                for micro_start in range(0, len(mini), cfg.micro_batch_size):
-                    micro = mini[micro_start : micro_start + cfg.micro_batch_size]
-                    mb = self._micro_batch(micro, samples, old_logp, ref_logp, want_entropy, prepared.update_info,
-                                           minibatch_tokens=tokens, micro_batches=micro_batches)
-                    loss_sum, metric_sums = self.agent.loss(mb)
-                    (loss_sum / tokens).backward()
-                    totals["train/loss"] = totals.get("train/loss", 0.0) + float(loss_sum.detach())
-                    for key, value in metric_sums.items():
-                        totals[key] = totals.get(key, 0.0) + float(value)
+
+                def run():
+                    return self._mini_batch(mini, samples, old_logp, ref_logp, want_entropy, prepared.update_info,
+                                            tokens, micro_batches)
+
+                sums, current = run()
+                if source == "engine" and not steps:  # the engine's π_old is checked on the first mini-batch
+                    check = self._check_engine_old(mini, samples, current, trajectories)
+                    check_metrics = check.metrics()
+                    if check.flagged:
+                        print(f"seedbench: WARNING iteration {self.counters['iteration'] + 1}: {check.message()}; "
+                              "optim.old_logprobs=engine falls back to a scoring pass", flush=True)
+                        source, old_logp = "score", self.context.score(prompts, responses)  # weights not stepped yet
+                        policy.model.train()
+                        sums, current = run()
+                if source == "first_forward":  # one pass: every forward ran with the pre-update weights
+                    old_logp.update(current)
+                for key, value in sums.items():
+                    totals[key] = totals.get(key, 0.0) + value
                 self.dist.all_reduce_grads(policy.model.parameters())  # [distributed] sum of ranks' shares
                 grad_norm = torch.nn.utils.clip_grad_norm_(policy.model.parameters(), cfg.grad_clip)
                 grad_norm_sum += float(grad_norm)
@@ -255,11 +269,68 @@ class Trainer:
                 self.optimizer.step()
                 token_total += tokens
         bar.close()
+        if source != "score":  # the pre-update log-probs known only now: the first forward's, or the engine's
+            known = [old_logp[i] for i in range(len(samples))]
+            self._log_token_signals(samples, known, trajectories)
+            if source == "first_forward":
+                check_metrics = self._check_logprobs(samples, known, trajectories)
         totals = self.dist.sum_values(totals)  # [distributed] token sums of every rank
-        out = {"train/grad_norm": grad_norm_sum / max(steps, 1),
+        out = {"train/grad_norm": grad_norm_sum / max(steps, 1), "train/old_logprobs_engine": float(source == "engine"),
                "train/samples": len(layout.lengths), "train/response_tokens": token_total, **check_metrics}
         out.update({k: v / max(token_total, 1) for k, v in totals.items()})
         return out
+
+    def _mini_batch(self, mini: list[int], samples, old_logp, ref_logp, want_entropy: bool, update_info,
+                    tokens: int, micro_batches: int) -> tuple[dict[str, float], dict[int, list[float]]]:
+        """Forward and backward of one mini-batch's micro-batches (gradients accumulate; no optimizer step).
+        Returns the token-summed loss and metrics and each sample's log-probs of this forward, detached."""
+        cfg = self.config.optim
+        self.optimizer.zero_grad(set_to_none=True)
+        sums: dict[str, float] = {}
+        current: dict[int, list[float]] = {}
+        for micro_start in range(0, len(mini), cfg.micro_batch_size):
+            micro = mini[micro_start : micro_start + cfg.micro_batch_size]
+            mb = self._micro_batch(micro, samples, old_logp, ref_logp, want_entropy, update_info,
+                                   minibatch_tokens=tokens, micro_batches=micro_batches)
+            loss_sum, metric_sums = self.agent.loss(mb)
+            (loss_sum / tokens).backward()
+            sums["train/loss"] = sums.get("train/loss", 0.0) + float(loss_sum.detach())
+            for key, value in metric_sums.items():
+                sums[key] = sums.get(key, 0.0) + float(value)
+            logp = mb.logp.detach().float().cpu()
+            for row, i in enumerate(micro):
+                current[i] = logp[row, : len(samples[i].response_ids)].tolist()
+        return sums, current
+
+    def _old_logprob_source(self, samples, trajectories, single_pass: bool) -> tuple[str, Any]:
+        """(source, π_old log-probs known before the update) for ``optim.old_logprobs``: ``score`` (None: the
+        caller scores), ``first_forward`` ({}: filled from the loss forward; only when the update is one
+        pass and no dropout is active, so the forward runs with exactly the pre-update function), or
+        ``engine`` (the rollout's sampled log-probs; only when the log-prob check can compare them, i.e.
+        `_check_logprobs`' conditions, and every sample is an unchanged rollout step)."""
+        mode = self.config.optim.old_logprobs
+        if mode == "first_forward" and single_pass and not dropout_active(self.policy.model):
+            return "first_forward", {}
+        if mode == "engine" and self._engine_comparable(trajectories):
+            from seedbench.training.logprob_check import sample_key, sampled_logprobs_by_ids
+
+            table = sampled_logprobs_by_ids(trajectories)
+            engine = [table.get(sample_key(s.prompt_ids, s.response_ids)) for s in samples]
+            if all(e is not None and len(e) == len(s.response_ids) for e, s in zip(engine, samples)):
+                return "engine", engine
+        return "score", None
+
+    def _engine_comparable(self, trajectories) -> bool:
+        temperature = self.sampling.temperature
+        return bool(trajectories) and temperature > 0 and self.sampling.top_p >= 1.0 \
+            and self.context.score_temperature == temperature
+
+    def _check_engine_old(self, mini: list[int], samples, current: dict[int, list[float]], trajectories):
+        """The log-prob check on the first mini-batch: its forward ran with the pre-update weights."""
+        from seedbench.training.logprob_check import check_train_samples
+
+        return check_train_samples([samples[i] for i in mini], [current[i] for i in mini], trajectories,
+                                   self.config.logprob_check_threshold)
 
     def _log_token_signals(self, samples: list[TrainSample], old_logp, trajectories) -> None:
         """Save the agent's per-token signals (`Agent.token_signals`) of the first
@@ -313,7 +384,8 @@ class Trainer:
         responses = [samples[i].response_ids for i in indices]
         logp, entropy, mask = forward_logprobs(policy.model, prompts, responses, policy.tokenizer.pad_token_id,
                                                policy.device, with_entropy=want_entropy, autocast=policy.autocast(),
-                                               temperature=self.context.score_temperature)
+                                               temperature=self.context.score_temperature,
+                                               packing=self.config.optim.packing)
 
         def padded(rows):
             out = torch.zeros_like(mask)
@@ -324,8 +396,10 @@ class Trainer:
         extras = {}
         for key in samples[indices[0]].extras:
             extras[key] = padded([samples[i].extras[key] for i in indices])
+        # optim.old_logprobs=first_forward: π_old = this forward, detached (one on-policy pass, ratio exactly 1)
+        first_forward = isinstance(old_logp, dict) and any(i not in old_logp for i in indices)
         return MiniBatch(
-            logp=logp, old_logp=padded([old_logp[i] for i in indices]), mask=mask,
+            logp=logp, old_logp=logp.detach() if first_forward else padded([old_logp[i] for i in indices]), mask=mask,
             advantages=torch.tensor([samples[i].advantage for i in indices], dtype=torch.float32, device=mask.device),
             ref_logp=padded([ref_logp[i] for i in indices]) if ref_logp is not None else None,
             entropy=entropy, extras=extras, update_info=dict(update_info or {}),
@@ -425,6 +499,15 @@ class Trainer:
         self.evaluator.close()
         close_engine(self.engine)
         self.dist.close()
+
+
+def dropout_active(model: Any) -> bool:
+    """Whether a training-mode forward of `model` is random (a dropout module with p > 0, or attention
+    dropout in the config), so that it differs from the eval-mode scoring pass."""
+    config = getattr(model, "config", None)
+    if float(getattr(config, "attention_dropout", 0.0) or 0.0) > 0:
+        return True
+    return any(isinstance(m, torch.nn.Dropout) and m.p > 0 for m in model.modules())
 
 
 def make_env_batch(config: RunConfig, alias: str, env: Any, num: int):

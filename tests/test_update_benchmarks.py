@@ -1,0 +1,52 @@
+"""The update benchmarks run end to end on tiny shapes and write the figures they print."""
+
+import importlib.util
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
+TINY = ["--config", "", "--model", "tiny", "--set", "env=choice", "rollout.max_new_tokens=3",
+        "rollout.tasks_per_batch=2", "rollout.group_size=2"]
+
+
+def _load(name: str):
+    sys.path.insert(0, str(BENCHMARKS))
+    spec = importlib.util.spec_from_file_location(name, BENCHMARKS / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_update_speed_compares_variants_on_one_recorded_batch(tmp_path, capsys):
+    bench = _load("update_speed")
+    out, batch = tmp_path / "update.json", tmp_path / "batch.pkl"
+    assert bench.main([*TINY, "--repeats", "1", "--seed-repeats", "1", "--batch", str(batch), "--out", str(out)]) == 0
+    result = json.loads(out.read_text())
+    assert batch.is_file() and result["batch"]["samples"] == 4  # 2 tasks x 2 episodes of one step
+    assert set(result["speedup_vs_plain"]) == {"plain", "optimised"}
+    assert result["speedup_vs_plain"]["plain"] == pytest.approx(1.0)
+    difference = result["parameter_difference_vs_plain"]["optimised"]
+    assert 0 < difference["largest_change"] and difference["max_abs"] < 1e-6
+    assert result["seed_vs_grpo"]["ratio"] > 0 and len(result["seed_vs_grpo"]["seed_s"]) == 1
+    assert "load average" in capsys.readouterr().out
+
+
+def test_trl_update_says_how_to_install_trl_when_missing(monkeypatch, capsys):
+    bench = _load("trl_update")
+    monkeypatch.setattr(bench, "trl_available", lambda: False)
+    assert bench.main(["--model", "tiny"]) == 2
+    assert "pip install 'seedbench[bench]'" in capsys.readouterr().err
+
+
+def test_trl_update_feeds_trl_the_same_tokens(tmp_path):
+    pytest.importorskip("trl")  # the [bench] extra; the message above covers its absence
+    bench = _load("trl_update")
+    out = tmp_path / "trl.json"
+    assert bench.main([*TINY, "--repeats", "1", "--batch", str(tmp_path / "batch.pkl"), "--out", str(out)]) == 0
+    result = json.loads(out.read_text())
+    assert result["sequences"] == 4 and result["tokens"] == result["trl_tokens"] > 0
+    assert set(result["median_s"]) == {"seedbench_plain", "seedbench_optimised", "trl"}
+    assert all(value > 0 for value in result["median_s"].values())

@@ -1,0 +1,223 @@
+"""The update's faster paths equal the plain path on the same batch (loss, log-probs, gradients).
+
+Tolerance: fp32 on CPU; the paths differ only in float summation order (other matrix shapes, another
+attention kernel). Measured on the GRPO batch below: log-probs and loss 4.8e-7, gradients 2.9e-6 at a
+largest gradient entry of 8.8 (relative 3e-7); asserted: max |difference| < 1e-5 for log-probs, loss and
+every gradient entry. A wrong path is far outside it (a prefix split one token too long, or a packed row
+whose members see each other: > 1e-2).
+"""
+
+import copy
+
+import pytest
+import torch
+
+from seedbench.agents.losses import kl_k3, ppo_clip_loss
+from seedbench.config import build_config
+from seedbench.models.packing import common_prefix_length, pack_batch, packed_logits, unflatten
+from seedbench.models.scoring import forward_logprobs, score_responses
+from seedbench.models.tiny import tiny_model
+from seedbench.training.trainer import Trainer
+
+TOL = 1e-5
+
+
+def _grpo_batch(tokenizer):
+    """Two GRPO groups of two episodes, two steps each: the step-0 prompts of a group are identical, step 1
+    shares the instruction and task, prompts and responses have different lengths (left and right padding)."""
+    words = lambda text: tokenizer(text, add_special_tokens=False)["input_ids"]  # noqa: E731
+    instruction = words("your task is to push the box to the target . you should first reason then act :")
+    tasks = [words("go left"), words("go up then right")]
+    samples = []
+    for group, task in enumerate(tasks):
+        step0 = instruction + task + words("observation : wall player box target")
+        for episode in range(2):
+            first = words(["left", "right up", "down"][episode + group])
+            history = words("step 0 action " + ("left" if episode else "right up down") + " observation : wall box")
+            second = words(["up", "left left right", "down right"][episode + group])
+            samples.append((step0, first))
+            samples.append((step0 + history, second))
+    return [p for p, _ in samples], [r for _, r in samples]
+
+
+@pytest.fixture(scope="module")
+def model(tiny_tokenizer):
+    return tiny_model(tiny_tokenizer, hidden_size=64, num_layers=2, seed=1)
+
+
+def _loss_and_grads(model, prompts, responses, packing, old_logp=None, ref_logp=None):
+    """GRPO's loss terms (PPO clip, k3 KL, entropy) on one forward, and every parameter's gradient."""
+    model.zero_grad(set_to_none=True)
+    logp, entropy, mask = forward_logprobs(model, prompts, responses, 0, "cpu", with_entropy=True,
+                                           temperature=0.7, packing=packing)
+    advantages = torch.tensor([1.0, -0.5, 0.25, -1.0, 0.7, -0.3, 0.9, -0.8][: len(prompts)])
+    old = old_logp if old_logp is not None else logp.detach() - 0.05 * mask
+    ref = ref_logp if ref_logp is not None else logp.detach() + 0.1 * mask
+    pg, _ = ppo_clip_loss(logp, old, advantages, mask)
+    loss = pg + 0.1 * (kl_k3(logp, ref) * mask).sum() - 0.01 * (entropy * mask).sum()
+    loss.backward()
+    grads = {n: p.grad.detach().clone() for n, p in model.named_parameters() if p.grad is not None}
+    return float(loss.detach()), (logp * mask).detach(), grads
+
+
+def _max_grad_diff(a, b):
+    assert a.keys() == b.keys()
+    return max(float((a[k] - b[k]).abs().max()) for k in a)
+
+
+@pytest.mark.parametrize("packing", ["packed", "shared_prefix"])
+def test_packed_layouts_equal_the_padded_one_on_a_grpo_batch(model, tiny_tokenizer, packing):
+    prompts, responses = _grpo_batch(tiny_tokenizer)
+    assert len({len(p) for p in prompts}) > 1 and len({len(r) for r in responses}) > 1  # both paddings occur
+    loss0, logp0, grads0 = _loss_and_grads(model, prompts, responses, "off")
+    loss1, logp1, grads1 = _loss_and_grads(model, prompts, responses, packing, logp0 - 0.05, logp0 + 0.1)
+    loss0, _, grads0 = _loss_and_grads(model, prompts, responses, "off", logp0 - 0.05, logp0 + 0.1)
+    assert float((logp0 - logp1).abs().max()) < TOL
+    assert abs(loss0 - loss1) < TOL
+    assert _max_grad_diff(grads0, grads1) < TOL
+    assert max(g.abs().max() for g in grads0.values()) > 1e-3  # the comparison is not between zeros
+
+
+def test_the_shared_prefix_is_the_groups_step0_prompt_and_saves_its_tokens(tiny_tokenizer):
+    prompts, responses = _grpo_batch(tiny_tokenizer)
+    group = prompts[0:4]  # one group: two step-0 prompts (identical), two step-1 prompts that extend them
+    assert common_prefix_length(group) == len(prompts[0])
+    packed = pack_batch(group, responses[0:4])
+    padded_tokens = 4 * (max(len(p) for p in group) + max(len(r) for r in responses[0:4]))
+    row = packed.input_ids.shape[1]
+    assert row == len(prompts[0]) + sum(len(p) - len(prompts[0]) + len(r) for p, r in zip(group, responses[0:4]))
+    assert row < padded_tokens / 2
+    # the step-0 members (0 and 2) predict their first response token from the last prefix column, shared
+    second = len(responses[0]) + len(responses[1])
+    assert packed.logit_index[0] == packed.logit_index[second] == len(prompts[0]) - 1
+
+
+def test_a_wrong_prefix_split_is_caught(model, tiny_tokenizer):
+    """The equality check is able to fail: a prefix one token longer than the common one makes the second
+    member read the first member's token, and a packed row without the block mask lets members see each
+    other; both move the log-probs far beyond the tolerance."""
+    prompts, responses = _grpo_batch(tiny_tokenizer)
+    pair_p, pair_r = [prompts[1], prompts[3]], [responses[1], responses[3]]  # step-1 prompts that differ late
+    k = common_prefix_length(pair_p)
+    assert 0 < k < min(len(p) for p in pair_p)
+    plain, _, mask = forward_logprobs(model, pair_p, pair_r, 0, "cpu")
+
+    def packed_logp(packed):
+        with torch.no_grad():
+            logits = packed_logits(model, packed, "cpu")
+        flat = torch.log_softmax(logits.float(), -1).gather(-1, packed.targets.unsqueeze(-1)).squeeze(-1)
+        return unflatten(flat, mask)
+
+    right = packed_logp(pack_batch(pair_p, pair_r, prefix_length=k))
+    assert float((right - plain).abs().max().detach()) < TOL
+    wrong = packed_logp(pack_batch(pair_p, pair_r, prefix_length=k + 1))
+    assert float((wrong - plain).abs().max()) > 1e-2
+    leaky = pack_batch(pair_p, pair_r, prefix_length=k)
+    leaky.attention = torch.ones_like(leaky.attention).tril()  # causal only: member 1 sees member 0
+    assert float((packed_logp(leaky) - plain).abs().max()) > 1e-2
+
+
+def test_seed_teacher_rescoring_keeps_each_samples_own_prompt(model, tiny_tokenizer):
+    """SEED scores the same response ids under a skill-augmented prompt. Scored in one packed micro-batch
+    next to the plain prompts, each pair still gets the log-probs of its own prompt."""
+    prompts, responses = _grpo_batch(tiny_tokenizer)
+    skill = tiny_tokenizer("skill : push the box up first", add_special_tokens=False)["input_ids"]
+    cut = 22  # after the task line
+    augmented = [p[:cut] + skill + p[cut:] for p in prompts]
+    mixed_p, mixed_r = prompts[:4] + augmented[:4], responses[:4] + responses[:4]
+    plain = score_responses(model, mixed_p, mixed_r, 0, "cpu", micro_batch_size=8, temperature=0.7)
+    packed = score_responses(model, mixed_p, mixed_r, 0, "cpu", micro_batch_size=8, temperature=0.7,
+                             packing="shared_prefix")
+    for a, b in zip(plain, packed):
+        assert max(abs(x - y) for x, y in zip(a, b)) < TOL
+    assert max(abs(x - y) for x, y in zip(plain[0], plain[4])) > 1e-3  # the skill does change the teacher
+
+
+# -- the trainer: where π_old comes from ------------------------------------------------------------
+
+
+def _trainer(tmp_path, name, **optim):
+    config = build_config(overrides={
+        "env": "choice", "agent": "grpo", "model": {"name": "tiny"}, "iterations": 1, "output": str(tmp_path / name),
+        "rollout": {"max_new_tokens": 4, "tasks_per_batch": 2, "group_size": 2},
+        "optim": {"mini_batch_size": 64, "micro_batch_size": 2, "grad_clip": 1e9, **optim}, "eval": {"num_tasks": 1}})
+    return Trainer(config)
+
+
+def _rollout(trainer):
+    tasks = trainer._train_tasks(1)
+    trajectories, _ = trainer.run_episodes(
+        trainer.train_envs, trainer.env, trainer.engine, trainer.policy.tokenizer, tasks,
+        group_size=trainer.config.rollout.group_size, params=trainer.sampling, history_length=trainer.history_length,
+        max_steps=trainer.max_steps, episode_prefix="t-", transform_prompt=trainer.agent.transform_prompt)
+    prepared = trainer.agent.prepare(trajectories, [0.0] * len(trajectories), 1)
+    for index, sample in enumerate(prepared.samples):  # advantages of both signs, so the PG term has a gradient
+        sample.advantage = [1.0, -1.0, 0.5, -0.5][index % 4]
+    return prepared, trajectories
+
+
+def _update(trainer, prepared, trajectories, **optim):
+    """One update with the optimizer step replaced by a capture of the gradients (weights stay put), and the
+    number of scoring passes it ran."""
+    for key, value in optim.items():
+        setattr(trainer.config.optim, key, value)
+    grads, calls = {}, []
+    score = trainer.context.score
+
+    def counted(*args, **kwargs):
+        calls.append(kwargs.get("model"))
+        return score(*args, **kwargs)
+
+    trainer.context.score = counted
+    trainer.optimizer.step = lambda *a, **k: grads.update(
+        {n: p.grad.detach().clone() for n, p in trainer.policy.model.named_parameters() if p.grad is not None})
+    try:
+        metrics = trainer.update(copy.deepcopy(prepared), trajectories)
+    finally:
+        del trainer.optimizer.step
+        trainer.context.score = score
+    return metrics, grads, len(calls)
+
+
+def test_first_forward_and_engine_old_logprobs_equal_the_scoring_pass(tmp_path, capsys):
+    trainer = _trainer(tmp_path, "old")
+    prepared, trajectories = _rollout(trainer)
+    assert len(prepared.samples) == 4
+    plain, grads, passes = _update(trainer, prepared, trajectories, old_logprobs="score")
+    assert passes == 2  # old + reference
+    assert max(g.abs().max() for g in grads.values()) > 1e-4
+    for mode in ("first_forward", "engine"):
+        fast, fast_grads, fast_passes = _update(trainer, prepared, trajectories, old_logprobs=mode)
+        assert fast_passes == 1, mode  # the reference pass only
+        assert abs(fast["train/loss"] - plain["train/loss"]) < TOL, mode
+        assert abs(fast["train/pg_loss"] - plain["train/pg_loss"]) < TOL, mode
+        assert _max_grad_diff(fast_grads, grads) < TOL, mode
+        assert fast["rollout/logprob_abs_diff"] == pytest.approx(plain["rollout/logprob_abs_diff"], abs=1e-5)
+    assert fast["train/old_logprobs_engine"] == 1.0
+    # and with the packed layout on top of the first forward
+    packed, packed_grads, _ = _update(trainer, prepared, trajectories, old_logprobs="first_forward",
+                                      packing="shared_prefix")
+    assert abs(packed["train/loss"] - plain["train/loss"]) < TOL and _max_grad_diff(packed_grads, grads) < TOL
+    assert "WARNING" not in capsys.readouterr().out
+    trainer.close()
+
+
+def test_old_logprobs_fall_back_to_the_scoring_pass(tmp_path, capsys):
+    """first_forward needs a single pass (two epochs: scored); engine needs agreement (a biased engine
+    is flagged by the first mini-batch's check and the update is redone with scored π_old)."""
+    trainer = _trainer(tmp_path, "fallback")
+    prepared, trajectories = _rollout(trainer)
+    _, _, passes = _update(trainer, prepared, trajectories, old_logprobs="first_forward", ppo_epochs=2)
+    assert passes == 2
+    trainer.config.optim.ppo_epochs = 1
+    plain, grads, _ = _update(trainer, prepared, trajectories, old_logprobs="score")
+    biased = copy.deepcopy(trajectories)
+    for traj in biased:
+        for step in traj.steps:
+            step.sampled_logprobs = [x - 0.5 for x in step.sampled_logprobs]
+    fallback, fallback_grads, passes = _update(trainer, prepared, biased, old_logprobs="engine")
+    assert passes == 2 and fallback["train/old_logprobs_engine"] == 0.0
+    assert fallback["rollout/logprob_mismatch"] == 1.0
+    assert "falls back to a scoring pass" in capsys.readouterr().out
+    assert _max_grad_diff(fallback_grads, grads) < TOL and abs(fallback["train/loss"] - plain["train/loss"]) < TOL
+    trainer.close()
