@@ -52,6 +52,20 @@ def test_make_engine_hf_uses_the_rollout_batch_size(monkeypatch):
     assert isinstance(engine, HFEngine) and engine.name == "hf" and engine.batch_size == 5
 
 
+def test_vision_policies_stay_on_hf_under_auto_and_reach_vllm_when_asked(monkeypatch):
+    import seedbench.engines.vllm as vllm_module
+
+    made = []
+    monkeypatch.setattr(engines, "vllm_importable", lambda: True)
+    monkeypatch.setattr(engines, "is_vision_model", lambda model: True)
+    monkeypatch.setattr(vllm_module, "VLLMEngine", lambda *args, **kwargs: made.append(kwargs) or "vllm-engine")
+    config = SimpleNamespace(seed=3, rollout=SimpleNamespace(generation_batch_size=4))
+    assert isinstance(engines.make_engine("auto", fake_policy(), config), HFEngine) and made == []
+    assert engines.make_engine("vllm", fake_policy(), config) == "vllm-engine" and made[0]["seed"] == 3
+    monkeypatch.setattr(engines, "is_vision_model", lambda model: False)
+    assert engines.make_engine("auto", fake_policy(), config) == "vllm-engine"  # text policies: vLLM under auto
+
+
 def test_vllm_options_come_from_the_vllm_section():
     from seedbench.config import build_config
 
