@@ -6,6 +6,19 @@ os.environ.setdefault("SEEDBENCH_PROGRESS", "0")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 
+@pytest.fixture
+def one_torch_thread():
+    """One intra-op thread for the test: on two shared, oversubscribed cores the model-heavy tests
+    (SEED, stage 1, VLMs) run many times faster with one. Modules opt in with
+    ``pytestmark = pytest.mark.usefixtures("one_torch_thread")``."""
+    import torch
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
 @pytest.fixture(scope="session")
 def tiny_tokenizer():
     from seedbench.models.tiny import tiny_tokenizer

@@ -19,13 +19,7 @@ from seedbench.training.trainer import Trainer, train
 SKILL = "answer right . choose right . right"
 
 
-@pytest.fixture(autouse=True)
-def _one_thread():
-    # Two shared, oversubscribed cores: one intra-op thread is many times faster than two here.
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 def _library(tmp_path, skill=SKILL):

@@ -14,12 +14,7 @@ from seedbench.config import build_config
 from seedbench.agents.seed.stage1 import MARKER, _progress_callback, _tokenize, main
 
 
-@pytest.fixture(autouse=True)
-def _one_thread():
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 @pytest.fixture(scope="module")

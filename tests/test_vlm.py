@@ -19,12 +19,7 @@ CPU = torch.device("cpu")
 SAMPLE = SamplingParams(max_new_tokens=6, temperature=1.0, stop=[])
 
 
-@pytest.fixture(autouse=True)
-def _one_thread():
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 @pytest.fixture(scope="session")

@@ -17,12 +17,7 @@ from seedbench.training.trainer import Trainer, train
 SKILL = "answer left . choose left"
 
 
-@pytest.fixture(autouse=True)
-def _one_thread():
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 def _config(tmp_path, name, env="image-choice", agent="grpo", **over):

@@ -26,12 +26,7 @@ SOKOBAN_FRAME = (336, 336)  # 6×6 room of 56-pixel tiles (sokoban-vision)
 EZPOINTS_FRAME = (300, 300)  # gym-cards EZPoints
 
 
-@pytest.fixture(autouse=True)
-def _one_thread():
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 # -- the fake vllm module ------------------------------------------------------------------------------
