@@ -1,19 +1,12 @@
 """The benchmark scripts run end to end on the tiny model and write the ratios they print."""
 
-import importlib.util
 import json
-from pathlib import Path
 
 import pytest
 
-BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
+from tests.benchmark_loader import load_benchmark as _load
 
 
-def _load(name: str):
-    spec = importlib.util.spec_from_file_location(name, BENCHMARKS / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def test_iteration_speed_prices_every_agent_against_grpo(tmp_path, capsys):

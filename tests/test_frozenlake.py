@@ -124,14 +124,11 @@ def test_one_grpo_iteration_on_the_tiny_model(tmp_path):
 
 
 def test_speed_benchmark_script_measures_frames_and_success(tmp_path):
-    import importlib.util
     import json
-    from pathlib import Path
 
-    path = Path(__file__).resolve().parents[1] / "benchmarks" / "grid_and_cards_speed.py"
-    spec = importlib.util.spec_from_file_location("grid_and_cards_speed", path)
-    bench = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(bench)
+    from tests.benchmark_loader import load_benchmark
+
+    bench = load_benchmark("grid_and_cards_speed")
     out = tmp_path / "speed.json"
     assert bench.main(["--envs", "frozenlake", "ezpoints", "--tasks", "3", "--steps", "10", "--out", str(out)]) == 0
     results = {r["env"]: r for r in json.loads(out.read_text())["results"]}

@@ -13,10 +13,10 @@ from types import SimpleNamespace
 
 import pytest
 
+from tests.benchmark_loader import load_benchmark
+
 ROOT = Path(__file__).resolve().parents[1]
-spec = importlib.util.spec_from_file_location("gpu_check", ROOT / "benchmarks" / "gpu_check.py")
-gpu_check = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(gpu_check)
+gpu_check = load_benchmark("gpu_check")
 
 
 def test_tiny_run_writes_every_field(tmp_path):

@@ -1,23 +1,14 @@
 """The update benchmarks run end to end on tiny shapes and write the figures they print."""
 
-import importlib.util
 import json
-import sys
-from pathlib import Path
 
 import pytest
 
-BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
+from tests.benchmark_loader import load_benchmark as _load
+
 TINY = ["--config", "", "--model", "tiny", "--set", "env=choice", "rollout.max_new_tokens=3",
         "rollout.tasks_per_batch=2", "rollout.group_size=2"]
 
-
-def _load(name: str):
-    sys.path.insert(0, str(BENCHMARKS))
-    spec = importlib.util.spec_from_file_location(name, BENCHMARKS / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def test_update_speed_compares_variants_on_one_recorded_batch(tmp_path, capsys):

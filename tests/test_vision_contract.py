@@ -260,13 +260,9 @@ def test_episode_records_name_frames_and_hold_no_pixels(tmp_path):
 def test_the_benchmarks_token_rule_matches_qwen_processor_figures():
     """benchmarks/vision_envs.py counts image tokens by Qwen2.5-VL's smart_resize rule when the processor
     cannot be built; the figures quoted in issue 17 (96×96 → 9, 300×300 → 121) and hand-computed ones."""
-    import importlib.util
-    from pathlib import Path
+    from tests.benchmark_loader import load_benchmark
 
-    path = Path(__file__).resolve().parents[1] / "benchmarks" / "vision_envs.py"
-    spec = importlib.util.spec_from_file_location("vision_envs", path)
-    bench = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(bench)
+    bench = load_benchmark("vision_envs")
     assert bench.smart_resize(96, 96) == (84, 84) and bench.rule_tokens(96, 96) == 9
     assert bench.smart_resize(300, 300) == (308, 308) and bench.rule_tokens(300, 300) == 121
     assert [bench.rule_tokens(s, s) for s in (168, 336, 392, 560)] == [36, 144, 196, 400]
