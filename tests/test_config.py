@@ -85,6 +85,19 @@ def test_numbers_from_the_command_line_are_parsed():
     assert config.optim.lr == 1e-6 and isinstance(config.optim.lr, float)
 
 
+def test_enumeration_words_yaml_reads_as_booleans_keep_their_meaning(tmp_path):
+    from seedbench.cli import _run_overrides, build_parser
+
+    args = build_parser().parse_args(["run", "--set", "optim.packing=off", "hf.share_prompt_prefill=false"])
+    config = build_config(overrides=_run_overrides(args))
+    assert config.optim.packing == "off" and config.hf.share_prompt_prefill is False
+    recipe = tmp_path / "r.yaml"
+    recipe.write_text("optim:\n  packing: off\n")
+    assert build_config(recipe).optim.packing == "off"
+    with pytest.raises(ConfigError, match="rollout.scheduler: unknown True"):  # no such word among its choices
+        build_config(overrides={"rollout": {"scheduler": True}})
+
+
 def test_step_cap_has_one_owner_the_env_gets_it():
     config = build_config(overrides={"env": "sokoban", "rollout": {"max_steps": 30}})
     assert config.env_kwargs == {"max_steps": 30} and config.rollout.max_steps == 30

@@ -281,6 +281,10 @@ def _type_hints(cls: type) -> dict[str, Any]:
     return get_type_hints(cls, include_extras=True)
 
 
+YAML_BOOL_WORDS = {False: ("off", "no", "false"), True: ("on", "yes", "true")}
+"""The words YAML reads as booleans, for enumerations that spell one of them (``optim.packing: off``)."""
+
+
 def check_value(value: Any, hint: Any, where: str) -> Any:
     """`value` checked against the annotation `hint` (Annotated ranges, Literal, Optional, bool, int,
     float, str, list, dict); returns it coerced (ints to float, numeric strings from ``--set``)."""
@@ -302,6 +306,8 @@ def check_value(value: Any, hint: Any, where: str) -> Any:
         return value
     if origin is Literal:
         choices = get_args(hint)
+        if isinstance(value, bool):  # YAML 1.1 reads off/on/no/yes as booleans: `packing: off` means "off"
+            value = next((word for word in YAML_BOOL_WORDS[value] if word in choices), value)
         if value not in choices:
             raise ConfigError(f"{where}: unknown {value!r}; choose one of: {', '.join(map(str, choices))}")
         return value

@@ -1,0 +1,130 @@
+"""The README quick start's iteration, before and after the speed work, alone and beside one busy process.
+
+    python benchmarks/quickstart_speed.py [--variants plain optimised busy-default busy-passive]
+                                          [--iterations 1] [--out benchmarks/results/quickstart_speed.json]
+
+Each variant is one ``seedbench run --agent seed --env sokoban --config configs/quickstart_cpu.yaml``
+in its own process (OpenMP reads its wait policy when torch loads), with the same seed:
+
+* ``plain``: the paths before issue 21 — ``optim.old_logprobs=score``, ``optim.packing=off``,
+  ``hf.kv_cache=dynamic``, ``hf.share_prompt_prefill=false`` — and ``OMP_WAIT_POLICY=PASSIVE``;
+* ``optimised``: the quick start as shipped (first-forward π_old, shared-prefix packing, static KV cache,
+  shared prefill, PASSIVE);
+* ``busy-default`` / ``busy-passive``: ``optimised`` beside one process spinning on a core
+  (``while True: pass``, started before the run and killed after it), with the OpenMP runtime's own wait
+  policy (``SEEDBENCH_OMP_WAIT_POLICY=default``, the behaviour before `seedbench.threads`) and with PASSIVE.
+
+Printed and written: seconds per iteration and its parts (``time/…`` in ``metrics.jsonl``), the whole
+command's wall time, and the ratios plain ÷ optimised and busy-default ÷ busy-passive. The sampled
+rollouts may differ between variants (another cache layout can flip a near-tie of the sampler), so the
+step-sample counts are printed with the times. The load average is printed: on a shared machine only
+ratios of variants run back to back mean anything.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+PLAIN = ["optim.old_logprobs=score", "optim.packing=off", "hf.kv_cache=dynamic", "hf.share_prompt_prefill=false"]
+VARIANTS = {  # name: (extra --set values, SEEDBENCH_OMP_WAIT_POLICY, busy neighbour)
+    "plain": (PLAIN, "passive", False),
+    "optimised": ([], "passive", False),
+    "busy-default": ([], "default", True),
+    "busy-passive": ([], "passive", True),
+}
+PARTS = ("time/iteration_s", "time/rollout_s", "time/generation_s", "time/prepare_s", "time/update_s")
+
+
+def parse_args(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--variants", nargs="+", default=list(VARIANTS), choices=list(VARIANTS))
+    p.add_argument("--agent", default="seed")
+    p.add_argument("--env", default="sokoban")
+    p.add_argument("--config", default=str(ROOT / "configs" / "quickstart_cpu.yaml"), help="'' = no recipe file")
+    p.add_argument("--model", default=None, help="default: the config's (the embedded SmolLM2-135M)")
+    p.add_argument("--iterations", type=int, default=1)
+    p.add_argument("--set", nargs="*", default=[], metavar="KEY=VALUE", help="overrides for every variant")
+    p.add_argument("--out", default="benchmarks/results/quickstart_speed.json")
+    return p.parse_args(argv)
+
+
+def run_variant(name: str, args, workdir: Path) -> dict:
+    """One quick-start run in a fresh process; its per-iteration times from metrics.jsonl."""
+    sets, policy, busy = VARIANTS[name]
+    output = workdir / name
+    command = [sys.executable, "-m", "seedbench", "run", "--agent", args.agent, "--env", args.env,
+               "--iterations", str(args.iterations), "--output", str(output)]
+    if args.config:
+        command += ["--config", args.config]
+    if args.model:
+        command += ["--model", args.model]
+    if args.set or sets:
+        command += ["--set", *args.set, *sets]
+    env = {key: value for key, value in os.environ.items() if key not in ("OMP_WAIT_POLICY", "OMP_NUM_THREADS")}
+    env.update(SEEDBENCH_OMP_WAIT_POLICY=policy, SEEDBENCH_PROGRESS="0")
+    neighbour = subprocess.Popen([sys.executable, "-c", "while True: pass"]) if busy else None
+    load = os.getloadavg()[0]
+    start = time.perf_counter()
+    try:
+        proc = subprocess.run(command, env=env, capture_output=True, text=True)
+    finally:
+        if neighbour is not None:
+            neighbour.kill()
+            neighbour.wait()
+    wall = time.perf_counter() - start
+    if proc.returncode != 0:
+        raise SystemExit(f"{name}: seedbench run exited {proc.returncode}:\n{proc.stderr[-2000:]}")
+    records = [json.loads(line) for line in (output / "metrics.jsonl").read_text().splitlines() if line.strip()]
+    iterations = [r for r in records if "time/iteration_s" in r]
+    return {"wall_s": wall, "loadavg_before": load, "wait_policy": policy, "busy_neighbour": busy, "sets": sets,
+            "iterations": [{part: r.get(part) for part in PARTS} | {"samples": r.get("train/samples")}
+                           for r in iterations]}
+
+
+def mean_iteration(result: dict) -> float:
+    values = [it["time/iteration_s"] for it in result["iterations"]]
+    return sum(values) / len(values)
+
+
+def ratios(results: dict) -> dict:
+    out = {}
+    for slow, fast, label in (("plain", "optimised", "plain_over_optimised"),
+                              ("busy-default", "busy-passive", "busy_default_over_busy_passive"),
+                              ("busy-passive", "optimised", "busy_passive_over_alone"),
+                              ("busy-default", "optimised", "busy_default_over_alone")):
+        if slow in results and fast in results:
+            out[label] = mean_iteration(results[slow]) / mean_iteration(results[fast])
+    return out
+
+
+def main(argv=None) -> int:
+    args = parse_args(argv)
+    results = {}
+    with tempfile.TemporaryDirectory(prefix="quickstart_speed_") as tmp:
+        for name in args.variants:
+            print(f"== {name} (load average {os.getloadavg()[0]:.2f})", flush=True)
+            results[name] = run_variant(name, args, Path(tmp))
+            r = results[name]
+            for index, it in enumerate(r["iterations"], 1):
+                parts = "  ".join(f"{p.split('/')[1]} {it[p]:.1f}" for p in PARTS if it[p] is not None)
+                print(f"   iteration {index}: {parts}  (step samples {it['samples']})")
+            print(f"   whole command {r['wall_s']:.1f} s", flush=True)
+    summary = {"variants": results, "ratios": ratios(results), "loadavg_after": os.getloadavg()}
+    for label, value in summary["ratios"].items():
+        print(f"{label}: x{value:.2f}")
+    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+    Path(args.out).write_text(json.dumps(summary, indent=2))
+    print(f"wrote {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
