@@ -75,6 +75,7 @@ def main(out: Path) -> None:
                 "rollout": {"tasks_per_batch": 2, "group_size": 2}, "eval": {"num_tasks": 2}})
             trainers.append(Trainer(config))  # both share the process group; closed at the end
             updates(trainers[-1], out, strategy)
+        trainers[-1].dist.barrier()  # as `seedbench.training.trainer.train`: all ranks done before the teardown
     finally:
         for trainer in trainers:
             trainer.close()

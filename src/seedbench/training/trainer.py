@@ -587,6 +587,10 @@ def _rng_isolated(seed: int):
 def train(config: RunConfig, resume: bool = False) -> Path:
     trainer = Trainer(config, resume=resume)
     try:
-        return trainer.train()
+        path = trainer.train()
+        # Every rank finishes before any tears the process group down: gloo aborts a rank ("terminate called
+        # without an active exception") whose peer closes its connections while it is still in a collective.
+        trainer.dist.barrier()
+        return path
     finally:
         trainer.close()
