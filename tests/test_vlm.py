@@ -13,7 +13,7 @@ from seedbench.engines.base import SamplingParams
 from seedbench.engines.hf import HFEngine
 from seedbench.models.scoring import pad_batch, score_responses
 from seedbench.models.vision import VisionRenderer, attach_renderer, placeholder_ids, prompt_images
-from seedbench.rollout.prompting import insert_skill, render_prompt
+from seedbench.rollout.prompting import render_prompt
 
 CPU = torch.device("cpu")
 SAMPLE = SamplingParams(max_new_tokens=6, temperature=1.0, stop=[])

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from seedbench.engines.base import Generation, GenerationEngine, SamplingParams, eos_ids, response_length
+from seedbench.engines.base import Generation, SamplingParams, eos_ids, response_length
 from seedbench.models.vision import is_vision_model, placeholder_ids, vision_inputs
 from seedbench.models.weights import frozen_copy, merged_weights
 

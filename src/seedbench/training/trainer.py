@@ -30,7 +30,7 @@ from seedbench.provenance import env_provenance, task_list_hash, write_eval_task
 from seedbench.training.evaluate import Evaluator, success_table  # noqa: F401 - re-exported
 from seedbench.training import distributed
 from seedbench.training.resources import ResourceMeter, gpus_held
-from seedbench.training.rundir import RunDir, default_run_name, git_hash, package_versions
+from seedbench.training.rundir import default_run_name, git_hash, package_versions
 from seedbench.models.scoring import forward_logprobs
 
 
