@@ -64,12 +64,17 @@ def make_engine(name: str, policy: Any, config: Any) -> GenerationEngine:
                       seed=int(getattr(config, "seed", 0)), **vllm_options(config))
 
 
-def vllm_options(config: Any) -> dict[str, Any]:
-    """The vLLM knobs from ``config.vllm`` (a `VLLMConfig` or mapping), only those that are set."""
-    section = getattr(config, "vllm", None)
+def _section_values(config: Any, name: str) -> dict[str, Any]:
+    """The run config's section `name` (a dataclass or a mapping) as a dict; absent = empty."""
+    section = getattr(config, name, None)
     if section is None:
         return {}
-    values = section if isinstance(section, dict) else vars(section)
+    return section if isinstance(section, dict) else vars(section)
+
+
+def vllm_options(config: Any) -> dict[str, Any]:
+    """The vLLM knobs from ``config.vllm`` (a `VLLMConfig` or mapping), only those that are set."""
+    values = _section_values(config, "vllm")
     keys = ("gpu_memory_utilization", "max_model_len", "enforce_eager", "enable_prefix_caching",
             "cpu_kv_cache_gib", "max_num_seqs", "tensor_parallel_size")
     return {key: values[key] for key in keys if values.get(key) is not None}
@@ -77,10 +82,7 @@ def vllm_options(config: Any) -> dict[str, Any]:
 
 def hf_options(config: Any) -> dict[str, Any]:
     """The HF engine's switches from ``config.hf`` (a `HFEngineConfig` or mapping); absent = the defaults."""
-    section = getattr(config, "hf", None)
-    if section is None:
-        return {}
-    values = section if isinstance(section, dict) else vars(section)
+    values = _section_values(config, "hf")
     return {key: values[key] for key in ("kv_cache", "share_prompt_prefill", "sampler") if key in values}
 
 

@@ -53,14 +53,18 @@ class SampleLayout:
         lo, hi = self.offset, self.offset + self.counts[self.rank]
         return [i - lo for i in global_indices if lo <= i < hi]
 
-    def micro_batches(self, global_indices: Sequence[int], micro_batch_size: int) -> int:
-        """Forward passes the whole mini-batch takes over all ranks (each rank cuts its members in micro-batches)."""
-        total, start = 0, 0
+    def passes_per_rank(self, global_indices: Sequence[int], micro_batch_size: int) -> list[int]:
+        """Forward passes each rank takes for a global mini-batch (it cuts its own members in micro-batches)."""
+        passes, start = [], 0
         for count in self.counts:
             members = sum(1 for i in global_indices if start <= i < start + count)
-            total += math.ceil(members / micro_batch_size)
+            passes.append(math.ceil(members / micro_batch_size))
             start += count
-        return total
+        return passes
+
+    def micro_batches(self, global_indices: Sequence[int], micro_batch_size: int) -> int:
+        """Forward passes the whole mini-batch takes over all ranks."""
+        return sum(self.passes_per_rank(global_indices, micro_batch_size))
 
 
 class SingleProcess:

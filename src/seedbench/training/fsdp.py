@@ -30,7 +30,6 @@ start-up (SEED's analyzer refresh) are not tested with it.
 
 from __future__ import annotations
 
-import math
 from typing import Any, Iterable
 
 import torch
@@ -169,13 +168,9 @@ class PassCountingLayout(SampleLayout):
         self.group = group
 
     def micro_batches(self, global_indices, micro_batch_size: int) -> int:
-        passes, start = [], 0
-        for count in self.counts:
-            members = sum(1 for i in global_indices if start <= i < start + count)
-            passes.append(math.ceil(members / micro_batch_size))
-            start += count
+        passes = self.passes_per_rank(global_indices, micro_batch_size)
         self.group._passes = (passes[self.rank], max(passes))
-        return super().micro_batches(global_indices, micro_batch_size)
+        return sum(passes)
 
 
 def transformer_blocks(model: torch.nn.Module) -> list[torch.nn.Module]:
