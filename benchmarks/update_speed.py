@@ -38,7 +38,7 @@ from pathlib import Path
 
 VARIANTS = {
     "plain": {"old_logprobs": "score", "packing": "off"},
-    "optimised": {"old_logprobs": "first_forward", "packing": "shared_prefix"},
+    "optimised": {"old_logprobs": "first_forward", "packing": "shared_prefix", "log_prob_micro_batch_size": 16},
 }
 SINGLES = {
     "first_forward": {"old_logprobs": "first_forward", "packing": "off"},

@@ -78,6 +78,38 @@ def test_packed_layouts_equal_the_padded_one_on_a_grpo_batch(model, tiny_tokeniz
     assert max(g.abs().max() for g in grads0.values()) > 1e-3  # the comparison is not between zeros
 
 
+def test_the_masked_path_equals_the_runs_attention(model, tiny_tokenizer):
+    """Models whose attention takes no runs (eager kernels, activation checkpointing) get the row's 4-D mask;
+    both paths equal the padded layout on the same batch."""
+    prompts, responses = _grpo_batch(tiny_tokenizer)
+    loss0, logp0, grads0 = _loss_and_grads(model, prompts, responses, "off")
+    eager = copy.deepcopy(model)
+    eager.config._attn_implementation = "eager"
+    checkpointed = copy.deepcopy(model)
+    checkpointed.gradient_checkpointing_enable()
+    checkpointed.train()
+    for other in (eager, checkpointed):
+        loss1, logp1, grads1 = _loss_and_grads(other, prompts, responses, "shared_prefix", logp0 - 0.05, logp0 + 0.1)
+        assert float((logp0 - logp1).abs().max()) < TOL and abs(loss0 - loss1) < TOL
+        assert _max_grad_diff(grads0, grads1) < TOL
+    assert checkpointed.config._attn_implementation == "sdpa"  # the runs' attention never outlives its call
+
+
+def test_the_prefix_tree_layout_by_hand():
+    """Prompts ``a b c``, ``a b d`` and ``x`` (ids 1 2 3 / 1 2 4 / 9), responses of 2, 1 and 2 tokens:
+    the row is ``[a b] [c r r] [d r] [x r r]``; ``c`` and ``d`` continue at position 2 below ``a b``."""
+    packed = pack_batch([[1, 2, 3], [1, 2, 4], [9]], [[5, 6], [7], [8, 8]])
+    assert packed.input_ids.tolist() == [[1, 2, 3, 5, 6, 4, 7, 9, 8, 8]]
+    assert packed.positions.tolist() == [[0, 1, 2, 3, 4, 2, 3, 0, 1, 2]]
+    assert [(r.start, r.end, r.ancestors) for r in packed.runs] == [(0, 2, ()), (2, 5, (0,)), (5, 7, (0,)), (7, 10, ())]
+    assert packed.logit_index.tolist() == [2, 3, 5, 7, 8]  # member by member: c→5, 5→6 | d→7 | x→8, 8→8
+    assert packed.targets.tolist() == [5, 6, 7, 8, 8] and packed.prefix_length == 0
+    allowed = packed.attention[0, 0]
+    assert allowed[5].tolist() == [True, True, False, False, False, True, False, False, False, False]  # d sees a b d
+    identical = pack_batch([[1, 2], [1, 2]], [[3], [4, 4]])  # identical prompts: the prompt once, two response runs
+    assert identical.input_ids.tolist() == [[1, 2, 3, 4, 4]] and identical.logit_index.tolist() == [1, 1, 3]
+
+
 def test_the_shared_prefix_is_the_groups_step0_prompt_and_saves_its_tokens(tiny_tokenizer):
     prompts, responses = _grpo_batch(tiny_tokenizer)
     group = prompts[0:4]  # one group: two step-0 prompts (identical), two step-1 prompts that extend them
@@ -85,8 +117,12 @@ def test_the_shared_prefix_is_the_groups_step0_prompt_and_saves_its_tokens(tiny_
     packed = pack_batch(group, responses[0:4])
     padded_tokens = 4 * (max(len(p) for p in group) + max(len(r) for r in responses[0:4]))
     row = packed.input_ids.shape[1]
-    assert row == len(prompts[0]) + sum(len(p) - len(prompts[0]) + len(r) for p, r in zip(group, responses[0:4]))
-    assert row < padded_tokens / 2
+    # the tree: the step-0 prompt once; below it the two histories share their first words ("step 0 action")
+    histories = [group[1][len(group[0]):], group[3][len(group[0]):]]
+    both = common_prefix_length(histories)
+    assert both >= 3
+    assert row == len(group[0]) + both + sum(len(h) - both for h in histories) + sum(map(len, responses[0:4]))
+    assert row < padded_tokens / 2 and packed.prefix_length == len(group[0])
     # the step-0 members (0 and 2) predict their first response token from the last prefix column, shared
     second = len(responses[0]) + len(responses[1])
     assert packed.logit_index[0] == packed.logit_index[second] == len(prompts[0]) - 1
@@ -113,8 +149,16 @@ def test_a_wrong_prefix_split_is_caught(model, tiny_tokenizer):
     wrong = packed_logp(pack_batch(pair_p, pair_r, prefix_length=k + 1))
     assert float((wrong - plain).abs().max()) > 1e-2
     leaky = pack_batch(pair_p, pair_r, prefix_length=k)
-    leaky.attention = torch.ones_like(leaky.attention).tril()  # causal only: member 1 sees member 0
+    leaky.runs[2].ancestors += (1,)  # member 1's run also sees member 0's run
     assert float((packed_logp(leaky) - plain).abs().max()) > 1e-2
+    leaky = pack_batch(pair_p, pair_r, prefix_length=k)
+    leaky.attention = torch.ones_like(leaky.attention).tril()  # the masked path: causal only, member 1 sees member 0
+    eager = copy.deepcopy(model)
+    eager.config._attn_implementation = "eager"
+    with torch.no_grad():
+        logits = packed_logits(eager, leaky, "cpu")
+    flat = torch.log_softmax(logits.float(), -1).gather(-1, leaky.targets.unsqueeze(-1)).squeeze(-1)
+    assert float((unflatten(flat, mask) - plain).abs().max()) > 1e-2
 
 
 def test_seed_teacher_rescoring_keeps_each_samples_own_prompt(model, tiny_tokenizer):

@@ -140,6 +140,11 @@ class OptimConfig:
     """Step samples per forward pass (gradient accumulation inside a mini-batch). Sets the update's peak
     memory: fp32 activations of SmolLM2-135M kept for the backward pass cost ~1.3 GB per 450-token
     sample (measured: a GRPO update peaked at 13.5 GB RSS with 8 and at 5.2 GB with 2)."""
+    log_prob_micro_batch_size: Count | None = None
+    """Step samples per forward of the no-grad scoring passes (π_old, the reference, SEED's teacher), like
+    the reference code's ``log_prob_micro_batch_size``; empty = `micro_batch_size`. Those passes keep no
+    activations, so with ``packing: shared_prefix`` a larger value shares more prompt prefixes per row
+    (docs/performance.md); with padded rows a larger one is slower on a CPU."""
     ppo_epochs: Count = 1
     """Passes over each update's step samples."""
     score_temperature: Literal["sampling", "one"] = "sampling"
@@ -157,8 +162,9 @@ class OptimConfig:
     packing: Literal["off", "packed", "shared_prefix"] = "off"
     """Layout of every forward of the update (old, reference, SEED teacher and loss passes): ``off`` (padded
     rows, the reference layout); ``packed`` (each micro-batch in one row without padding); ``shared_prefix``
-    (packed, the micro-batch's common prompt prefix computed once). Equal log-probs and gradients up to
-    float summation order (`seedbench.models.packing`); vision models keep the padded rows."""
+    (packed, every prompt prefix that members of the micro-batch share computed once: a prefix tree, whose
+    attention runs per branch). Equal log-probs and gradients up to float summation order
+    (`seedbench.models.packing`); vision models keep the padded rows."""
 
 
 @dataclass

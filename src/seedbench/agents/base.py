@@ -135,9 +135,9 @@ class AgentContext:
         `score_temperature`."""
         from seedbench.models.scoring import score_responses
 
-        p = self.policy
+        p, optim = self.policy, self.config.optim
         return score_responses(model or p.model, prompts, responses, p.tokenizer.pad_token_id, p.device,
-                               self.config.optim.micro_batch_size, autocast_factory=p.autocast,
+                               optim.log_prob_micro_batch_size or optim.micro_batch_size, autocast_factory=p.autocast,
                                temperature=self.score_temperature, packing=self.config.optim.packing)
 
 

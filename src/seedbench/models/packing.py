@@ -1,20 +1,27 @@
 """One micro-batch of (prompt, response) pairs packed into a single row, without padding, optionally with
-the prompts' common prefix computed once (``optim.packing``).
+every prompt prefix that members share computed once (``optim.packing``).
 
 The padded layout (`seedbench.models.scoring.pad_batch`) computes every prompt in full and pads every
 row to the longest one. Step samples of an update share long prompt prefixes (the instruction and the
-rules; a GRPO group's step-0 prompts are identical), and a causal model's hidden states of a prefix do not
-depend on what follows it. So a packed row holds the common prefix once, then each member's own
-remainder and response as a *segment*; a block mask lets a segment see the prefix and itself, never
-another segment, and position ids continue from the prefix exactly as in the member's own sequence.
-Every response token is then predicted from the same context and positions as in the padded layout: the
-log-probs are equal up to floating-point summation order, and the prefix's gradient is the sum of what
-its copies would receive. Only the columns that predict response tokens are projected onto the
-vocabulary (`logit_index`).
+rules; a GRPO group's step-0 prompts are identical; an episode's later steps repeat its earlier history),
+and a causal model's hidden states of a prefix do not depend on what follows it. So ``shared_prefix``
+lays the micro-batch's prompts out as a *prefix tree*: each token that several prompts share sits in the
+row once, as part of a *run* (a stretch of the tree without branches), and a run's tokens attend to the
+runs on their path from the root (their *ancestors*) and causally to themselves, never to another branch.
+Position ids continue along the path exactly as in the member's own sequence. Every response token is
+then predicted from the same context and positions as in the padded layout: the log-probs are equal up
+to floating-point summation order, and a shared token's gradient is the sum of what its copies would
+receive. Only the columns that predict response tokens are projected onto the vocabulary
+(`logit_index`). ``packed`` is the same row with no sharing (one run per member).
 
-Layout (``P`` = shared prefix length, 0 for ``packed``)::
+Layout: runs in depth-first order of the tree (members sorted by prompt), e.g. for prompts ``ab|c``,
+``ab|d`` and ``x``::
 
-    [ prefix (P) | prompt_0[P:] + response_0 | prompt_1[P:] + response_1 | ... ]
+    [ ab | c + response_0 | d + response_1 | x + response_2 ]     runs 1 and 2 have ancestor run 0
+
+The attention over that structure runs one small attention per run (`seedbench.models.tree_attention`),
+so its cost is the sum over runs of run length × path length rather than the square of the row; models
+whose attention cannot take it (eager kernels, activation checkpointing) get the equivalent 4-D mask.
 
 Vision prompts (`seedbench.models.vision.PromptIds`) are not packed: their image features are merged at
 placeholder positions that the packed row would reorder; `forward_logprobs` keeps the padded layout.
@@ -22,14 +29,25 @@ placeholder positions that the packed row would reorder; `forward_logprobs` keep
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Sequence
 
 import torch
 
 LAYOUTS = ("off", "packed", "shared_prefix")
 """``optim.packing``: ``off`` (padded rows, the reference layout), ``packed`` (one row, no padding),
-``shared_prefix`` (one row, the micro-batch's common prompt prefix computed once)."""
+``shared_prefix`` (one row, every prompt prefix shared by members of the micro-batch computed once)."""
+
+
+@dataclass
+class Run:
+    """A stretch of the packed row whose tokens share one path from the root: columns ``[start, end)``,
+    attending to the columns of `ancestors` (in path order) and causally to themselves."""
+
+    start: int
+    end: int
+    ancestors: tuple[int, ...] = ()
+    """Indices of the runs on the path above this one, root first."""
 
 
 @dataclass
@@ -38,8 +56,8 @@ class PackedBatch:
     """[1, N] the packed row."""
     positions: torch.Tensor
     """[1, N] each token's position in its member's own sequence."""
-    attention: torch.Tensor
-    """[1, 1, N, N] bool, True where a query column may attend to a key column."""
+    runs: list[Run]
+    """The row's runs in column order; they cover ``[0, N)`` without gaps."""
     logit_index: torch.Tensor
     """[T] row columns whose logits predict the response tokens, member by member (T = all response tokens)."""
     targets: torch.Tensor
@@ -47,6 +65,31 @@ class PackedBatch:
     mask: torch.Tensor
     """[B, L] 1 on real response tokens (``L`` = the longest response), the padded layout's mask."""
     prefix_length: int
+    """Tokens every member shares (the root run's length; 0 when the members share nothing)."""
+    _attention: torch.Tensor | None = field(default=None, repr=False)
+
+    @property
+    def attention(self) -> torch.Tensor:
+        """[1, 1, N, N] bool, True where a query column may attend to a key column: the runs' structure as
+        one mask, for attention kernels that take a mask (`attention_mask_for`). Built on first use."""
+        if self._attention is None:
+            self._attention = runs_mask(self.runs, self.input_ids.shape[1])
+        return self._attention
+
+    @attention.setter
+    def attention(self, value: torch.Tensor) -> None:
+        self._attention = value
+
+
+def runs_mask(runs: Sequence[Run], n: int) -> torch.Tensor:
+    """The [1, 1, n, n] bool mask of `runs`: each run sees its ancestors' columns and, causally, its own."""
+    allowed = torch.zeros((n, n), dtype=torch.bool)
+    for run in runs:
+        width = run.end - run.start
+        allowed[run.start : run.end, run.start : run.end] = torch.ones((width, width), dtype=torch.bool).tril()
+        for a in run.ancestors:
+            allowed[run.start : run.end, runs[a].start : runs[a].end] = True
+    return allowed[None, None]
 
 
 def common_prefix_length(prompts: Sequence[Sequence[int]]) -> int:
@@ -60,44 +103,88 @@ def common_prefix_length(prompts: Sequence[Sequence[int]]) -> int:
     return length
 
 
+class _RowBuilder:
+    """Appends runs to the packed row and remembers, per member, the columns of its path by depth."""
+
+    def __init__(self, prompts, responses):
+        self.prompts, self.responses = prompts, responses
+        self.ids: list[int] = []
+        self.positions: list[int] = []
+        self.runs: list[Run] = []
+        self.paths: list[list[tuple[int, int]]] = [[] for _ in prompts]  # member → [(depth, column)] run starts
+
+    def add_run(self, tokens: Sequence[int], depth: int, ancestors: tuple[int, ...], members: Sequence[int]) -> int:
+        start = len(self.ids)
+        self.ids.extend(tokens)
+        self.positions.extend(range(depth, depth + len(tokens)))
+        self.runs.append(Run(start, len(self.ids), ancestors))
+        for m in members:
+            self.paths[m].append((depth, start))
+        return len(self.runs) - 1
+
+    def column(self, member: int, t: int) -> int:
+        """Row column of position `t` of `member`'s own sequence."""
+        depth, start = max(entry for entry in self.paths[member] if entry[0] <= t)
+        return start + (t - depth)
+
+    def tree(self, members: list[int], depth: int, ancestors: tuple[int, ...]) -> None:
+        """Lay out `members` (sorted by prompt, sharing their first `depth` prompt tokens) below `ancestors`:
+        the tokens they all share next as one run, then each branch; a member alone takes the rest of its
+        prompt and its response as its own run."""
+        if len(members) == 1:
+            m = members[0]
+            self.add_run(list(self.prompts[m][depth:]) + list(self.responses[m]), depth, ancestors, members)
+            return
+        shared = common_prefix_length([self.prompts[m][depth:] for m in members])
+        if shared:
+            run = self.add_run(self.prompts[members[0]][depth : depth + shared], depth, ancestors, members)
+            depth, ancestors = depth + shared, ancestors + (run,)
+        branches: dict[int, list[int]] = {}
+        for m in members:  # a prompt that ends here is a branch of its own (its response alone)
+            key = self.prompts[m][depth] if depth < len(self.prompts[m]) else -1 - m
+            branches.setdefault(key, []).append(m)
+        for branch in branches.values():
+            if all(depth == len(self.prompts[m]) for m in branch):
+                self.add_run(list(self.responses[branch[0]]), depth, ancestors, branch)
+            else:
+                self.tree(branch, depth, ancestors)
+
+
 def pack_batch(prompts: Sequence[Sequence[int]], responses: Sequence[Sequence[int]], *,
                shared_prefix: bool = True, prefix_length: int | None = None) -> PackedBatch:
-    """The packed row of `prompts` + `responses`. `prefix_length` overrides the common prefix (tests use it
-    to prove that a wrong split is caught); it must not exceed the shortest prompt."""
+    """The packed row of `prompts` + `responses`: the prefix tree of the prompts (`shared_prefix`), or one
+    run per member. `prefix_length` forces a two-level layout instead, one root run of that many tokens
+    and one run per member below it (tests use it to prove that a wrong split is caught); it must not
+    exceed the shortest prompt."""
     if any(len(p) == 0 for p in prompts):
         raise ValueError("pack_batch: every prompt needs at least one token (it predicts the first response token)")
-    k = (common_prefix_length(prompts) if prefix_length is None else prefix_length) if shared_prefix else 0
-    if k > min(len(p) for p in prompts):
-        raise ValueError(f"pack_batch: prefix length {k} exceeds the shortest prompt")
-    ids: list[int] = list(prompts[0][:k])
-    positions: list[int] = list(range(k))
-    segment: list[int] = [-1] * k  # -1 = the shared prefix, visible to every segment
-    logit_index: list[int] = []
-    targets: list[int] = []
-    for member, (prompt, response) in enumerate(zip(prompts, responses)):
-        start = len(ids)
-        own = list(prompt[k:]) + list(response)
-        ids.extend(own)
-        positions.extend(range(k, k + len(own)))
-        segment.extend([member] * len(own))
-
-        def column(t: int) -> int:  # row column of position t of this member's own sequence
-            return t if t < k else start + (t - k)
-
-        logit_index.extend(column(len(prompt) + j - 1) for j in range(len(response)))
-        targets.extend(response)
-    seg = torch.tensor(segment)
-    n = len(ids)
-    causal = torch.ones((n, n), dtype=torch.bool).tril()
-    visible = (seg[:, None] == seg[None, :]) | (seg[None, :] == -1)
+    if prefix_length is not None and prefix_length > min(len(p) for p in prompts):
+        raise ValueError(f"pack_batch: prefix length {prefix_length} exceeds the shortest prompt")
+    builder = _RowBuilder(prompts, responses)
+    members = list(range(len(prompts)))
+    if prefix_length is not None and shared_prefix:
+        root = builder.add_run(prompts[0][:prefix_length], 0, (), members) if prefix_length else None
+        for m in members:
+            builder.add_run(list(prompts[m][prefix_length:]) + list(responses[m]), prefix_length,
+                            () if root is None else (root,), [m])
+    elif shared_prefix:
+        builder.tree(sorted(members, key=lambda m: list(prompts[m])), 0, ())
+    else:
+        for m in members:
+            builder.add_run(list(prompts[m]) + list(responses[m]), 0, (), [m])
+    logit_index = [builder.column(m, len(prompts[m]) + j - 1) for m in members for j in range(len(responses[m]))]
+    targets = [t for m in members for t in responses[m]]
     width = max(1, max(len(r) for r in responses))
     mask = torch.zeros((len(responses), width), dtype=torch.float32)
     for row, response in enumerate(responses):
         mask[row, : len(response)] = 1.0
-    return PackedBatch(input_ids=torch.tensor([ids], dtype=torch.long), positions=torch.tensor([positions]),
-                       attention=(causal & visible)[None, None],
+    root = builder.runs[0]
+    shared = root.end - root.start if shared_prefix and all(builder.paths[m][0][1] == 0 for m in members) \
+        and len(prompts) > 1 else 0
+    return PackedBatch(input_ids=torch.tensor([builder.ids], dtype=torch.long),
+                       positions=torch.tensor([builder.positions]), runs=builder.runs,
                        logit_index=torch.tensor(logit_index, dtype=torch.long),
-                       targets=torch.tensor(targets, dtype=torch.long), mask=mask, prefix_length=k)
+                       targets=torch.tensor(targets, dtype=torch.long), mask=mask, prefix_length=shared)
 
 
 def attention_mask_for(model, allowed: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
@@ -109,11 +196,17 @@ def attention_mask_for(model, allowed: torch.Tensor, dtype: torch.dtype) -> torc
 
 
 def packed_logits(model, packed: PackedBatch, device) -> torch.Tensor:
-    """Logits [T, V] of the response-predicting columns of one packed row."""
-    dtype = next(model.parameters()).dtype
+    """Logits [T, V] of the response-predicting columns of one packed row: through the runs' attention
+    (`seedbench.models.tree_attention`) where the model supports it, else through the row's 4-D mask."""
+    from seedbench.models.tree_attention import packed_forward, supports_tree_attention
+    from seedbench.models.weights import base_model
+
     ids, positions = packed.input_ids.to(device), packed.positions.to(device)
-    attention = attention_mask_for(model, packed.attention, dtype).to(device)
     index = packed.logit_index.to(device)
+    if supports_tree_attention(base_model(model)):
+        return packed_forward(model, packed.runs, input_ids=ids, position_ids=positions, logits_to_keep=index).logits[0]
+    dtype = next(model.parameters()).dtype
+    attention = attention_mask_for(model, packed.attention, dtype).to(device)
     try:
         logits = model(input_ids=ids, attention_mask=attention, position_ids=positions, logits_to_keep=index).logits
     except TypeError:  # an architecture whose forward has no logits_to_keep

@@ -124,15 +124,21 @@ def _packed_logprobs(model, prompts, responses, device, ctx, with_entropy: bool,
 def score_responses(model: Any, prompts, responses, pad_id: int, device, micro_batch_size: int = 8,
                     autocast_factory=None, temperature: float = 1.0, packing: str = "off") -> list[list[float]]:
     """Per-token log-probs of each (prompt, response) pair, no gradient, in micro-batches (`packing`: see
-    `forward_logprobs`)."""
+    `forward_logprobs`). With ``shared_prefix`` the pairs are grouped into micro-batches in prompt order, so
+    that prompts sharing prefixes land in one prefix tree; each pair's values do not depend on its company."""
     was_training = model.training
     model.eval()
-    out: list[list[float]] = []
-    for start in range(0, len(prompts), micro_batch_size):
-        p, r = list(prompts[start : start + micro_batch_size]), list(responses[start : start + micro_batch_size])
+    order = list(range(len(prompts)))
+    if packing == "shared_prefix":
+        order.sort(key=lambda i: list(prompts[i]))
+    out: list[list[float] | None] = [None] * len(prompts)
+    for start in range(0, len(order), micro_batch_size):
+        chunk = order[start : start + micro_batch_size]
+        p, r = [list(prompts[i]) for i in chunk], [list(responses[i]) for i in chunk]
         logp, _, _ = forward_logprobs(model, p, r, pad_id, device, temperature=temperature, packing=packing,
                                       autocast=autocast_factory() if autocast_factory else None)
-        out.extend(logp[row, : len(resp)].float().cpu().tolist() for row, resp in enumerate(r))
+        for row, i in enumerate(chunk):
+            out[i] = logp[row, : len(r[row])].float().cpu().tolist()
     if was_training:
         model.train()
     return out
