@@ -95,6 +95,26 @@ def test_the_masked_path_equals_the_runs_attention(model, tiny_tokenizer):
     assert checkpointed.config._attn_implementation == "sdpa"  # the runs' attention never outlives its call
 
 
+@pytest.mark.parametrize("native_gqa", [True, False])
+def test_the_runs_attention_with_grouped_key_value_heads(tiny_tokenizer, monkeypatch, native_gqa):
+    """SmolLM2 and Qwen have fewer key/value heads than query heads: SDPA's own grouping (torch >= 2.5) and
+    the repeated heads (older torch) both equal the padded layout."""
+    import seedbench.models.tree_attention as tree
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    monkeypatch.setattr(tree, "NATIVE_GQA", native_gqa)
+    torch.manual_seed(3)
+    gqa = LlamaForCausalLM(LlamaConfig(vocab_size=len(tiny_tokenizer), hidden_size=64, intermediate_size=128,
+                                       num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+                                       tie_word_embeddings=True))
+    prompts, responses = _grpo_batch(tiny_tokenizer)
+    loss0, logp0, grads0 = _loss_and_grads(gqa, prompts, responses, "off")
+    loss1, logp1, grads1 = _loss_and_grads(gqa, prompts, responses, "shared_prefix", logp0 - 0.05, logp0 + 0.1)
+    loss0, _, grads0 = _loss_and_grads(gqa, prompts, responses, "off", logp0 - 0.05, logp0 + 0.1)
+    assert float((logp0 - logp1).abs().max()) < TOL and abs(loss0 - loss1) < TOL
+    assert _max_grad_diff(grads0, grads1) < TOL
+
+
 def test_the_prefix_tree_layout_by_hand():
     """Prompts ``a b c``, ``a b d`` and ``x`` (ids 1 2 3 / 1 2 4 / 9), responses of 2, 1 and 2 tokens:
     the row is ``[a b] [c r r] [d r] [x r r]``; ``c`` and ``d`` continue at position 2 below ``a b``."""
@@ -264,4 +284,25 @@ def test_old_logprobs_fall_back_to_the_scoring_pass(tmp_path, capsys):
     assert fallback["rollout/logprob_mismatch"] == 1.0
     assert "falls back to a scoring pass" in capsys.readouterr().out
     assert _max_grad_diff(fallback_grads, grads) < TOL and abs(fallback["train/loss"] - plain["train/loss"]) < TOL
+    trainer.close()
+
+
+def test_scoring_passes_take_their_own_micro_batch_size(tmp_path, monkeypatch):
+    """``optim.log_prob_micro_batch_size`` sizes the no-grad scoring passes (π_old, reference) and leaves the
+    loss's micro-batches alone; grouped by prompt into prefix trees, the update equals the plain one."""
+    import seedbench.models.scoring as scoring
+
+    trainer = _trainer(tmp_path, "score_mb")
+    prepared, trajectories = _rollout(trainer)
+    plain, grads, _ = _update(trainer, prepared, trajectories, old_logprobs="score")
+    sizes, real = [], scoring.score_responses
+    monkeypatch.setattr(scoring, "score_responses", lambda *a, **k: sizes.append(a[5]) or real(*a, **k))
+    tree, tree_grads, passes = _update(trainer, prepared, trajectories, old_logprobs="score", packing="shared_prefix",
+                                       log_prob_micro_batch_size=4)
+    assert passes == 2 and sizes == [4, 4]
+    assert abs(tree["train/loss"] - plain["train/loss"]) < TOL and _max_grad_diff(tree_grads, grads) < TOL
+    trainer.config.optim.log_prob_micro_batch_size = None
+    sizes.clear()
+    _update(trainer, prepared, trajectories, old_logprobs="score")
+    assert sizes == [2, 2]  # empty: the loss's micro_batch_size
     trainer.close()

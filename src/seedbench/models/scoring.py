@@ -134,7 +134,7 @@ def score_responses(model: Any, prompts, responses, pad_id: int, device, micro_b
     out: list[list[float] | None] = [None] * len(prompts)
     for start in range(0, len(order), micro_batch_size):
         chunk = order[start : start + micro_batch_size]
-        p, r = [list(prompts[i]) for i in chunk], [list(responses[i]) for i in chunk]
+        p, r = [prompts[i] for i in chunk], [responses[i] for i in chunk]  # prompts keep their type (vision frames)
         logp, _, _ = forward_logprobs(model, p, r, pad_id, device, temperature=temperature, packing=packing,
                                       autocast=autocast_factory() if autocast_factory else None)
         for row, i in enumerate(chunk):

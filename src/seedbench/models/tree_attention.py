@@ -77,6 +77,32 @@ class _RunPlan:
                 mask = torch.ones((width, above + width), dtype=torch.bool)
                 mask[:, above:] = torch.ones((width, width), dtype=torch.bool).tril()
             self.masks.append(mask)
+        self._additive: dict = {}
+
+    def additive_mask(self, index: int, like: torch.Tensor) -> torch.Tensor | None:
+        """Run `index`'s mask as SDPA's additive float mask (0 / −inf) in `like`'s dtype and device, made once
+        per forward rather than converted from bool in every layer's call."""
+        key = (index, like.dtype, like.device)
+        if key not in self._additive and self.masks[index] is not None:
+            allowed = self.masks[index].to(like.device)
+            zeros = torch.zeros(allowed.shape, dtype=like.dtype, device=like.device)
+            self._additive[key] = zeros.masked_fill(~allowed, float("-inf"))
+        return self._additive.get(key)
+
+
+NATIVE_GQA = torch.torch_version.TorchVersion(torch.__version__) >= "2.5"
+"""SDPA takes fewer key/value heads than query heads itself (``enable_gqa``) from torch 2.5 on."""
+
+
+def _tokens_major(states: torch.Tensor, groups: int) -> torch.Tensor:
+    """[1, H_kv, N, D] → [1, N, H_kv, D] contiguous: the layout in which the runs' pieces concatenate fast
+    (along the heads-major layout's token axis torch's CPU concatenation is ~30× slower). Before torch 2.5
+    each key/value head is repeated for its query heads here, as transformers' ``repeat_kv`` does."""
+    b, h, n, d = states.shape
+    states = states.transpose(1, 2)
+    if groups > 1 and not NATIVE_GQA:
+        states = states[:, :, :, None, :].expand(b, n, h, groups, d).reshape(b, n, h * groups, d)
+    return states.contiguous()
 
 
 def tree_attention(module, query, key, value, attention_mask, dropout: float = 0.0, scaling=None, **kwargs):
@@ -88,24 +114,20 @@ def tree_attention(module, query, key, value, attention_mask, dropout: float = 0
     if plan is None:
         raise RuntimeError("seedbench_tree attention needs the packed row's runs (call it through packed_forward)")
     groups = getattr(module, "num_key_value_groups", 1)
-    if groups > 1:
-        from transformers.integrations.sdpa_attention import repeat_kv
-
-        key, value = repeat_kv(key, groups), repeat_kv(value, groups)
-    dropout = dropout if module.training else 0.0
-    queries, keys, values = (t.split(plan.widths, dim=2) for t in (query, key, value))
+    options = {"dropout_p": dropout if module.training else 0.0, "scale": scaling}
+    if groups > 1 and NATIVE_GQA:
+        options["enable_gqa"] = True
+    queries = query.split(plan.widths, dim=2)
+    keys, values = (_tokens_major(t, groups).split(plan.widths, dim=1) for t in (key, value))
     outputs = []
-    for index, (path, mask) in enumerate(zip(plan.paths, plan.masks)):
+    for index, path in enumerate(plan.paths):
         if not plan.widths[index]:
             continue
-        k = keys[index] if len(path) == 1 else torch.cat([keys[i] for i in path], dim=2)
-        v = values[index] if len(path) == 1 else torch.cat([values[i] for i in path], dim=2)
-        if mask is None:
-            out = torch.nn.functional.scaled_dot_product_attention(
-                queries[index], k, v, dropout_p=dropout, scale=scaling, is_causal=plan.widths[index] > 1)
-        else:
-            out = torch.nn.functional.scaled_dot_product_attention(
-                queries[index], k, v, attn_mask=mask.to(query.device), dropout_p=dropout, scale=scaling)
-        outputs.append(out)
-    attn = outputs[0] if len(outputs) == 1 else torch.cat(outputs, dim=2)
-    return attn.transpose(1, 2).contiguous(), None
+        k = keys[index] if len(path) == 1 else torch.cat([keys[i] for i in path], dim=1)
+        v = values[index] if len(path) == 1 else torch.cat([values[i] for i in path], dim=1)
+        mask = plan.additive_mask(index, query)
+        out = torch.nn.functional.scaled_dot_product_attention(
+            queries[index], k.transpose(1, 2), v.transpose(1, 2), attn_mask=mask,
+            is_causal=mask is None and plan.widths[index] > 1, **options)
+        outputs.append(out.transpose(1, 2))
+    return (outputs[0] if len(outputs) == 1 else torch.cat(outputs, dim=1)).contiguous(), None
