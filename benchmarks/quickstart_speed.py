@@ -7,7 +7,7 @@ Each variant is one ``seedbench run --agent seed --env sokoban --config configs/
 in its own process (OpenMP reads its wait policy when torch loads), with the same seed:
 
 * ``plain``: the paths before issue 21 — ``optim.old_logprobs=score``, ``optim.packing=off``,
-  ``hf.kv_cache=dynamic``, ``hf.share_prompt_prefill=false`` — and ``OMP_WAIT_POLICY=PASSIVE``;
+  ``optim.log_prob_micro_batch_size`` empty, ``hf.kv_cache=dynamic``, ``hf.share_prompt_prefill=false`` — and ``OMP_WAIT_POLICY=PASSIVE``;
 * ``optimised``: the quick start as shipped (first-forward π_old, shared-prefix packing, static KV cache,
   shared prefill, PASSIVE);
 * ``busy-default`` / ``busy-passive``: ``optimised`` beside one process spinning on a core
@@ -33,14 +33,16 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-PLAIN = ["optim.old_logprobs=score", "optim.packing=off", "hf.kv_cache=dynamic", "hf.share_prompt_prefill=false"]
+PLAIN = ["optim.old_logprobs=score", "optim.packing=off", "optim.log_prob_micro_batch_size=null", "hf.kv_cache=dynamic",
+         "hf.share_prompt_prefill=false"]
 VARIANTS = {  # name: (extra --set values, SEEDBENCH_OMP_WAIT_POLICY, busy neighbour)
     "plain": (PLAIN, "passive", False),
     "optimised": ([], "passive", False),
     "busy-default": ([], "default", True),
     "busy-passive": ([], "passive", True),
 }
-PARTS = ("time/iteration_s", "time/rollout_s", "time/generation_s", "time/prepare_s", "time/update_s")
+PARTS = ("time/iteration_s", "time/rollout_s", "time/generation_s", "time/prepare_s", "time/analysis_s", "time/rescore_s",
+         "time/update_s")  # analysis and rescore: SEED only
 
 
 def parse_args(argv=None):
