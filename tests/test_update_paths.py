@@ -115,6 +115,17 @@ def test_the_runs_attention_with_grouped_key_value_heads(tiny_tokenizer, monkeyp
     assert _max_grad_diff(grads0, grads1) < TOL
 
 
+def test_the_runs_attention_under_a_lora_wrapper(tiny_tokenizer):
+    """A LoRA policy is a peft wrapper around the transformers model: the runs reach the base model's layers."""
+    import peft  # a core dependency
+    lora = peft.get_peft_model(tiny_model(tiny_tokenizer, seed=2),
+                               peft.LoraConfig(r=4, target_modules=["q_proj", "v_proj"], init_lora_weights=False))
+    prompts, responses = _grpo_batch(tiny_tokenizer)
+    plain, _, _ = forward_logprobs(lora, prompts, responses, 0, "cpu")
+    tree, _, _ = forward_logprobs(lora, prompts, responses, 0, "cpu", packing="shared_prefix")
+    assert float((plain - tree).abs().max()) < TOL
+
+
 def test_the_prefix_tree_layout_by_hand():
     """Prompts ``a b c``, ``a b d`` and ``x`` (ids 1 2 3 / 1 2 4 / 9), responses of 2, 1 and 2 tokens:
     the row is ``[a b] [c r r] [d r] [x r r]``; ``c`` and ``d`` continue at position 2 below ``a b``."""

@@ -55,8 +55,10 @@ def _implementation(config, name: str):
 
 def packed_forward(model: Any, runs: Sequence, **inputs):
     """``model(**inputs)`` with the attention of every layer running over `runs` (no attention mask)."""
+    from seedbench.models.weights import base_model
+
     _register()
-    with _implementation(model.config, NAME):
+    with _implementation(base_model(model).config, NAME):  # a LoRA wrapper's layers read the base model's config
         return model(attention_mask=None, **inputs, **{RUNS_KWARG: _RunPlan(runs)})
 
 
