@@ -122,6 +122,13 @@ class _RowBuilder:
             self.paths[m].append((depth, start))
         return len(self.runs) - 1
 
+    def root_length(self) -> int:
+        """Tokens on every member's path: the first run's, when there are several members and every path
+        starts with it; else 0."""
+        if len(self.paths) < 2 or any(path[0][1] != 0 for path in self.paths):
+            return 0
+        return self.runs[0].end - self.runs[0].start
+
     def column(self, member: int, t: int) -> int:
         """Row column of position `t` of `member`'s own sequence."""
         depth, start = max(entry for entry in self.paths[member] if entry[0] <= t)
@@ -178,13 +185,11 @@ def pack_batch(prompts: Sequence[Sequence[int]], responses: Sequence[Sequence[in
     mask = torch.zeros((len(responses), width), dtype=torch.float32)
     for row, response in enumerate(responses):
         mask[row, : len(response)] = 1.0
-    root = builder.runs[0]
-    shared = root.end - root.start if shared_prefix and all(builder.paths[m][0][1] == 0 for m in members) \
-        and len(prompts) > 1 else 0
     return PackedBatch(input_ids=torch.tensor([builder.ids], dtype=torch.long),
                        positions=torch.tensor([builder.positions]), runs=builder.runs,
                        logit_index=torch.tensor(logit_index, dtype=torch.long),
-                       targets=torch.tensor(targets, dtype=torch.long), mask=mask, prefix_length=shared)
+                       targets=torch.tensor(targets, dtype=torch.long), mask=mask,
+                       prefix_length=builder.root_length() if shared_prefix else 0)
 
 
 def attention_mask_for(model, allowed: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
