@@ -138,7 +138,7 @@ class AgentContext:
         p, optim = self.policy, self.config.optim
         return score_responses(model or p.model, prompts, responses, p.tokenizer.pad_token_id, p.device,
                                optim.log_prob_micro_batch_size or optim.micro_batch_size, autocast_factory=p.autocast,
-                               temperature=self.score_temperature, packing=self.config.optim.packing)
+                               temperature=self.score_temperature, packing=optim.packing)
 
 
 class Agent(ABC):

@@ -66,7 +66,7 @@ class PackedBatch:
     """[B, L] 1 on real response tokens (``L`` = the longest response), the padded layout's mask."""
     prefix_length: int
     """Tokens every member shares (the root run's length; 0 when the members share nothing)."""
-    _attention: torch.Tensor | None = field(default=None, repr=False)
+    _attention: torch.Tensor | None = field(default=None, init=False, repr=False)
 
     @property
     def attention(self) -> torch.Tensor:

@@ -64,32 +64,29 @@ def packed_forward(model: Any, runs: Sequence, **inputs):
 
 class _RunPlan:
     """The runs plus what every layer needs of them, computed once per forward: the runs' widths in column
-    order, and per run its path (ancestor runs, then itself) and its [run, path] mask (ancestors all
-    visible, its own columns causal; None for a run without ancestors, which is plainly causal)."""
+    order, per run its path (ancestor runs, then itself) and the number of ancestor columns above it, and
+    the runs' masks (made on first use)."""
 
     def __init__(self, runs: Sequence):
         self.widths = [run.end - run.start for run in runs]
-        self.paths: list[tuple[int, ...]] = []
-        self.masks: list[torch.Tensor | None] = []
-        for index, run in enumerate(runs):
-            self.paths.append(tuple(run.ancestors) + (index,))
-            above, width = sum(self.widths[a] for a in run.ancestors), self.widths[index]
-            mask = None
-            if above and width:
-                mask = torch.ones((width, above + width), dtype=torch.bool)
-                mask[:, above:] = torch.ones((width, width), dtype=torch.bool).tril()
-            self.masks.append(mask)
+        self.paths = [tuple(run.ancestors) + (index,) for index, run in enumerate(runs)]
+        self.above = [sum(self.widths[a] for a in run.ancestors) for run in runs]
         self._additive: dict = {}
 
     def additive_mask(self, index: int, like: torch.Tensor) -> torch.Tensor | None:
-        """Run `index`'s mask as SDPA's additive float mask (0 / −inf) in `like`'s dtype and device, made once
-        per forward rather than converted from bool in every layer's call."""
+        """Run `index`'s [run, path] mask as SDPA's additive float mask (0 / −inf) in `like`'s dtype and device:
+        every ancestor column visible, its own columns causal (a lower triangle shifted right by the
+        ancestors' width). None for a run without ancestors, which is plainly causal. Made once per forward
+        rather than converted from bool in every layer's call."""
+        above, width = self.above[index], self.widths[index]
+        if not above:
+            return None
         key = (index, like.dtype, like.device)
-        if key not in self._additive and self.masks[index] is not None:
-            allowed = self.masks[index].to(like.device)
+        if key not in self._additive:
+            allowed = torch.ones((width, above + width), dtype=torch.bool, device=like.device).tril(diagonal=above)
             zeros = torch.zeros(allowed.shape, dtype=like.dtype, device=like.device)
             self._additive[key] = zeros.masked_fill(~allowed, float("-inf"))
-        return self._additive.get(key)
+        return self._additive[key]
 
 
 NATIVE_GQA = torch.torch_version.TorchVersion(torch.__version__) >= "2.5"
