@@ -21,9 +21,10 @@ Measured, per model shape (each part in its own try block, so one failure leaves
   H200's 989 TFLOP/s dense spec, and a matmul measured here);
 * ``logprob_gap_bf16``: mean |engine − trainer| log-prob per token, the bf16 engine copy against the
   trainer's bf16-autocast recomputation (`seedbench.training.logprob_check`);
-* ``packing``: the update's layouts on groups of identical prompts (``optim.packing`` off vs
-  shared_prefix, the prefix tree with one SDPA call per run): forward + backward seconds of one
-  micro-batch in bf16, and the log-prob and gradient max |Δ| against the padded layout in fp32;
+* ``packing``: the update's layouts on 4 groups of 4 identical prompts (``optim.packing`` off, packed,
+  shared_prefix with its per-run SDPA calls, and the same prefix tree through one masked call): bf16
+  forward + backward seconds of the micro-batch at 64 and 256 response tokens, and the tree's log-prob and
+  gradient max |Δ| against the padded layout in fp32;
 
 and, with the smaller shape, one full ``grpo`` and one ``seed`` iteration on Sokoban through
 `seedbench.training.trainer.train` (metrics.jsonl's ``time/…`` fields). Parts left when ``--budget-s``
@@ -62,12 +63,12 @@ def plan(tiny: bool) -> dict:
     if tiny:
         return dict(shapes=TINY_SHAPE, device="cpu", batches=[2], new_tokens=4, update_batch=2, update_prompt=24,
                     update_response=8, update_steps=1, gap_prompts=2, iteration_shape="qwen2-tiny",
-                    packing_groups=2, packing_group_size=2,
+                    packing_groups=2, packing_group_size=2, packing_responses=[2],
                     rollout=dict(tasks_per_batch=1, group_size=2, max_new_tokens=4, max_steps=2),
                     eval=dict(num_tasks=1, max_new_tokens=4), analysis_max_new_tokens=8, micro_batch=2)
     return dict(shapes=SHAPES, device="cuda", batches=[16, 64, 128], new_tokens=64, update_batch=8,
                 update_prompt=768, update_response=256, update_steps=3, gap_prompts=16,
-                packing_groups=4, packing_group_size=4,
+                packing_groups=4, packing_group_size=4, packing_responses=[64, 256],
                 iteration_shape="qwen2.5-0.5b",
                 rollout=dict(tasks_per_batch=4, group_size=4, max_new_tokens=64, max_steps=5),
                 eval=dict(num_tasks=2, max_new_tokens=32), analysis_max_new_tokens=128, micro_batch=8)
@@ -248,52 +249,69 @@ def measure_logprob_gap(policy, p: dict) -> dict:
             "flagged": check.flagged, "threshold": check.threshold, "dtype": str(policy.compute_dtype)}
 
 
+LAYOUTS = {  # name: (optim.packing, whether the prefix tree may use its per-run SDPA calls)
+    "off": ("off", True), "packed": ("packed", True), "shared_prefix": ("shared_prefix", True),
+    "shared_prefix_mask": ("shared_prefix", False),  # the same tree through one masked SDPA call per layer
+}
+
+
 def measure_packing(policy, p: dict) -> dict:
-    """The prefix-tree layout against the padded one on groups of identical Sokoban prompts with random
-    responses: equality in fp32 (log-probs and the gradient of their sum) and bf16 seconds per
-    forward + backward of the whole micro-batch (the best of 3 after a warm-up)."""
+    """The update's layouts on groups of identical Sokoban prompts with random responses: the prefix tree
+    against the padded layout in fp32 (log-probs and the gradient of their sum), and bf16 seconds per
+    forward + backward of the whole micro-batch for every layout (interleaved, best of 2 after a warm-up)."""
     import torch
 
+    from seedbench.models import tree_attention
     from seedbench.models.scoring import forward_logprobs
 
     model, tok, device = policy.model, policy.tokenizer, policy.device
     distinct = agent_prompts(tok, p["packing_groups"])[: p["packing_groups"]]
     prompts = [prompt for prompt in distinct for _ in range(p["packing_group_size"])]
     generator = torch.Generator().manual_seed(0)
-    responses = [torch.randint(4, model.config.vocab_size, (p["update_response"] // 4,), generator=generator).tolist()
-                 for _ in prompts]
+    supports = tree_attention.supports_tree_attention
 
-    def forward_backward(packing: str, autocast):
-        model.zero_grad(set_to_none=True)
-        logp, _, mask = forward_logprobs(model, prompts, responses, tok.pad_token_id, device, packing=packing,
-                                         autocast=autocast)
-        (logp * mask).sum().backward()
+    def forward_backward(layout: str, responses, autocast):
+        packing, tree = LAYOUTS[layout]
+        tree_attention.supports_tree_attention = supports if tree else (lambda model: False)
+        try:
+            model.zero_grad(set_to_none=True)
+            logp, _, mask = forward_logprobs(model, prompts, responses, tok.pad_token_id, device, packing=packing,
+                                             autocast=autocast)
+            (logp * mask).sum().backward()
+        finally:
+            tree_attention.supports_tree_attention = supports
         return logp.detach().float(), mask
 
-    grads = {}
-    logps = {}
     model.train()
-    for packing in ("off", "shared_prefix"):  # fp32: the layouts must agree to rounding
-        logps[packing], mask = forward_backward(packing, None)
-        grads[packing] = [q.grad.detach().float().clone() for q in model.parameters() if q.grad is not None]
-    logp_diff = ((logps["off"] - logps["shared_prefix"]).abs() * mask.to(logps["off"].device)).max().item()
-    grad_diff = max((a - b).abs().max().item() for a, b in zip(grads["off"], grads["shared_prefix"]))
-    grad_scale = max(a.abs().max().item() for a in grads["off"])
-    grads = logps = None
-    seconds = {}
-    for packing in ("off", "shared_prefix", "off", "shared_prefix") * 2:  # interleaved; the first pair warms up
-        synchronize(device)
-        t0 = time.perf_counter()
-        forward_backward(packing, policy.autocast())
-        synchronize(device)
-        seconds.setdefault(packing, []).append(time.perf_counter() - t0)
+    result: dict = {"samples": len(prompts), "prompt_tokens_mean": sum(map(len, prompts)) / len(prompts)}
+    for length in p["packing_responses"]:
+        responses = [torch.randint(4, model.config.vocab_size, (length,), generator=generator).tolist()
+                     for _ in prompts]
+        row: dict = {}
+        if length == p["packing_responses"][0]:  # fp32: the layouts must agree to rounding
+            logps, grads = {}, {}
+            for layout in ("off", "shared_prefix"):
+                logps[layout], mask = forward_backward(layout, responses, None)
+                grads[layout] = [q.grad.detach().float().clone() for q in model.parameters() if q.grad is not None]
+            row["fp32_logprob_max_abs_diff"] = ((logps["off"] - logps["shared_prefix"]).abs()
+                                                * mask.to(logps["off"].device)).max().item()
+            row["fp32_grad_max_abs_diff"] = max((a - b).abs().max().item()
+                                                for a, b in zip(grads["off"], grads["shared_prefix"]))
+            row["fp32_grad_max_abs"] = max(a.abs().max().item() for a in grads["off"])
+            logps = grads = None
+        seconds: dict = {}
+        for layout in list(LAYOUTS) * 3:  # interleaved; the first round warms up
+            synchronize(device)
+            t0 = time.perf_counter()
+            forward_backward(layout, responses, policy.autocast())
+            synchronize(device)
+            seconds.setdefault(layout, []).append(time.perf_counter() - t0)
+        row["bf16_seconds"] = {k: min(v[1:]) for k, v in seconds.items()}
+        row["speedup_vs_off"] = {k: row["bf16_seconds"]["off"] / v for k, v in row["bf16_seconds"].items()}
+        result[f"response_{length}"] = row
     model.zero_grad(set_to_none=True)
     model.eval()
-    best = {k: min(v[1:]) for k, v in seconds.items()}
-    return {"samples": len(prompts), "prompt_tokens_mean": sum(map(len, prompts)) / len(prompts),
-            "response_tokens": len(responses[0]), "fp32_logprob_max_abs_diff": logp_diff,
-            "fp32_grad_max_abs_diff": grad_diff, "fp32_grad_max_abs": grad_scale,
-            "bf16_seconds": best, "shared_prefix_speedup": best["off"] / best["shared_prefix"]}
+    return result
 
 
 def run_iteration(agent: str, checkpoint: Path, p: dict, directory: Path) -> dict:

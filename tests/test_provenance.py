@@ -130,3 +130,27 @@ def test_a_real_tiny_run_records_its_provenance_and_passes_leaderboard_validatio
     submitted = json.loads((folder / "summary.json").read_text())
     assert submitted["protocol"]["data_checksum"] == checksum
     assert submitted["eval_task_ids"] == {"test": ids}
+
+
+def test_package_versions_from_a_source_tree_that_was_never_installed(monkeypatch):
+    """PYTHONPATH=src without `pip install` (the GPU check): no crash; seedbench is marked as a source tree
+    and the tree's declared requirements (here torch and pyyaml) are still recorded."""
+    from importlib import metadata
+
+    from seedbench import __version__
+
+    real = metadata.version
+
+    def without_seedbench(name, *args):
+        if name == "seedbench":
+            raise metadata.PackageNotFoundError(name)
+        return real(name, *args)
+
+    def requires(name):
+        raise metadata.PackageNotFoundError(name)
+
+    monkeypatch.setattr(metadata, "requires", requires)
+    monkeypatch.setattr(metadata, "version", without_seedbench)
+    versions = package_versions()
+    assert versions["seedbench"] == f"{__version__} (source tree, not installed)"
+    assert versions["torch"] == real("torch") and versions["pyyaml"] == real("pyyaml")

@@ -62,11 +62,20 @@ def package_versions() -> dict[str, str]:
     """Versions of the packages a run's results depend on: seedbench, every installed package it
     requires or offers as an extra (the env engines: alfworld, bm25s, minigrid, ...), vLLM and TRL, plus
     every installed distribution that plugs into seedbench (an entry point in a ``seedbench.*`` group),
-    since a plugin env or agent is code the results come from."""
+    since a plugin env or agent is code the results come from. Run from a source tree that was never
+    installed (``PYTHONPATH=src``, as the GPU check does), seedbench's version is marked so and its
+    requirements are read from the tree's pyproject.toml."""
     from importlib import metadata
 
-    names = ["seedbench", "vllm", "trl", *(_requirement_name(r) for r in metadata.requires("seedbench") or [])]
-    versions = {}
+    try:
+        requirements = metadata.requires("seedbench") or []
+        versions = {}
+    except metadata.PackageNotFoundError:
+        from seedbench import __version__
+
+        requirements = _source_tree_requirements()
+        versions = {"seedbench": f"{__version__} (source tree, not installed)"}
+    names = ["seedbench", "vllm", "trl", *(_requirement_name(r) for r in requirements)]
     for name in names:
         try:
             versions.setdefault(name, metadata.version(name))
@@ -76,6 +85,19 @@ def package_versions() -> dict[str, str]:
         if any(ep.group.startswith("seedbench.") for ep in dist.entry_points) and dist.metadata["Name"]:
             versions.setdefault(dist.metadata["Name"], dist.version)
     return versions
+
+
+def _source_tree_requirements() -> list[str]:
+    """The dependencies and extras that the source tree's pyproject.toml declares ([] outside a checkout)."""
+    import tomllib
+
+    pyproject = Path(__file__).resolve().parents[3] / "pyproject.toml"
+    try:
+        project = tomllib.loads(pyproject.read_text()).get("project", {})
+    except (OSError, tomllib.TOMLDecodeError):
+        return []
+    extras = project.get("optional-dependencies", {}).values()
+    return [*project.get("dependencies", []), *(r for group in extras for r in group)]
 
 
 def _requirement_name(requirement: str) -> str:
