@@ -21,10 +21,10 @@ Measured, per model shape (each part in its own try block, so one failure leaves
   H200's 989 TFLOP/s dense spec, and a matmul measured here);
 * ``logprob_gap_bf16``: mean |engine − trainer| log-prob per token, the bf16 engine copy against the
   trainer's bf16-autocast recomputation (`seedbench.training.logprob_check`);
-* ``packing``: the update's layouts on 4 groups of 4 identical prompts (``optim.packing`` off, packed,
-  shared_prefix with its per-run SDPA calls, and the same prefix tree through one masked call): bf16
-  forward + backward seconds of the micro-batch at 64 and 256 response tokens, and the tree's log-prob and
-  gradient max |Δ| against the padded layout in fp32;
+* ``packing``: the update's layouts on 4 groups of 4 identical prompts (``optim.packing`` off, packed and
+  shared_prefix as a run gets them, and the prefix tree forced through one SDPA call per run or one
+  masked call): bf16 forward + backward seconds of the micro-batch at 64 and 256 response tokens, and the
+  per-run tree's log-prob and gradient max |Δ| against the padded layout in fp32;
 
 and, with the smaller shape, one full ``grpo`` and one ``seed`` iteration on Sokoban through
 `seedbench.training.trainer.train` (metrics.jsonl's ``time/…`` fields). Parts left when ``--budget-s``
@@ -55,6 +55,7 @@ SHAPES = {  # the configs of Qwen/Qwen2.5-0.5B and -1.5B (config.json), random w
 }
 TINY_SHAPE = {"qwen2-tiny": dict(hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
                                  num_key_value_heads=2, vocab_size=512, tie_word_embeddings=True)}
+PARTS = ("generation", "update", "logprob_gap_bf16", "packing", "iterations")
 H200_BF16_PEAK_TFLOPS = 989.0  # dense bf16, NVIDIA's H200 SXM spec (the device notes measured ~790 on a matmul)
 
 
@@ -249,9 +250,10 @@ def measure_logprob_gap(policy, p: dict) -> dict:
             "flagged": check.flagged, "threshold": check.threshold, "dtype": str(policy.compute_dtype)}
 
 
-LAYOUTS = {  # name: (optim.packing, whether the prefix tree may use its per-run SDPA calls)
-    "off": ("off", True), "packed": ("packed", True), "shared_prefix": ("shared_prefix", True),
-    "shared_prefix_mask": ("shared_prefix", False),  # the same tree through one masked SDPA call per layer
+LAYOUTS = {  # name: (optim.packing, tree_attention.KERNEL_CHOICE); "auto" is what a run gets
+    "off": ("off", "auto"), "packed": ("packed", "auto"), "shared_prefix": ("shared_prefix", "auto"),
+    "shared_prefix_runs": ("shared_prefix", "runs"),  # one SDPA call per run of the tree (the CPU kernel)
+    "shared_prefix_mask": ("shared_prefix", "mask"),  # one masked SDPA call per layer over the same tree
 }
 
 
@@ -268,18 +270,16 @@ def measure_packing(policy, p: dict) -> dict:
     distinct = agent_prompts(tok, p["packing_groups"])[: p["packing_groups"]]
     prompts = [prompt for prompt in distinct for _ in range(p["packing_group_size"])]
     generator = torch.Generator().manual_seed(0)
-    supports = tree_attention.supports_tree_attention
 
     def forward_backward(layout: str, responses, autocast):
-        packing, tree = LAYOUTS[layout]
-        tree_attention.supports_tree_attention = supports if tree else (lambda model: False)
+        packing, tree_attention.KERNEL_CHOICE = LAYOUTS[layout]
         try:
             model.zero_grad(set_to_none=True)
             logp, _, mask = forward_logprobs(model, prompts, responses, tok.pad_token_id, device, packing=packing,
                                              autocast=autocast)
             (logp * mask).sum().backward()
         finally:
-            tree_attention.supports_tree_attention = supports
+            tree_attention.KERNEL_CHOICE = "auto"
         return logp.detach().float(), mask
 
     model.train()
@@ -290,13 +290,13 @@ def measure_packing(policy, p: dict) -> dict:
         row: dict = {}
         if length == p["packing_responses"][0]:  # fp32: the layouts must agree to rounding
             logps, grads = {}, {}
-            for layout in ("off", "shared_prefix"):
+            for layout in ("off", "shared_prefix_runs"):
                 logps[layout], mask = forward_backward(layout, responses, None)
                 grads[layout] = [q.grad.detach().float().clone() for q in model.parameters() if q.grad is not None]
-            row["fp32_logprob_max_abs_diff"] = ((logps["off"] - logps["shared_prefix"]).abs()
+            row["fp32_logprob_max_abs_diff"] = ((logps["off"] - logps["shared_prefix_runs"]).abs()
                                                 * mask.to(logps["off"].device)).max().item()
             row["fp32_grad_max_abs_diff"] = max((a - b).abs().max().item()
-                                                for a, b in zip(grads["off"], grads["shared_prefix"]))
+                                                for a, b in zip(grads["off"], grads["shared_prefix_runs"]))
             row["fp32_grad_max_abs"] = max(a.abs().max().item() for a in grads["off"])
             logps = grads = None
         seconds: dict = {}
@@ -357,6 +357,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--budget-s", type=float, default=450.0, help="start no part after this many seconds")
     parser.add_argument("--wheelhouse", default=str(ROOT / "wheelhouse"))
     parser.add_argument("--shapes", default=None, help="comma-separated subset of the shapes")
+    parser.add_argument("--parts", default=",".join(PARTS), help=f"comma-separated subset of {','.join(PARTS)}")
     args = parser.parse_args(argv)
     start = time.monotonic()
     gymnasium = ensure_gymnasium(Path(args.wheelhouse))
@@ -369,6 +370,9 @@ def main(argv: list[str] | None = None) -> int:
     import transformers
 
     p = plan(args.tiny)
+    p["parts"] = args.parts.split(",")
+    if not set(p["parts"]) <= set(PARTS):
+        raise SystemExit(f"gpu_check: --parts takes a comma-separated subset of {','.join(PARTS)}")
     if p["device"] == "cuda" and not torch.cuda.is_available():
         raise SystemExit("gpu_check: no CUDA device; use --tiny for the CPU dry run")
     shapes = {k: v for k, v in p["shapes"].items() if not args.shapes or k in args.shapes.split(",")}
@@ -383,7 +387,7 @@ def main(argv: list[str] | None = None) -> int:
         for name, shape in shapes.items():
             record["models"][name] = entry = {"shape": shape}
             part(entry, "model", lambda: measure_model(name, shape, p, directory, entry), deadline)
-        if p["iteration_shape"] in shapes:
+        if p["iteration_shape"] in shapes and "iterations" in p["parts"]:
             checkpoint = directory / p["iteration_shape"]
             for agent in ("grpo", "seed"):
                 part(record["iterations"], agent, lambda: run_iteration(agent, checkpoint, p, directory), deadline)
@@ -408,9 +412,10 @@ def measure_model(name: str, shape: dict, p: dict, directory: Path, entry: dict)
     checkpoint = save_checkpoint(name, shape, p["device"], directory)
     policy = load_policy(ModelConfig(name=str(checkpoint), dtype="bf16", device=p["device"]), need_reference=False)
     info = {"params": sum(q.numel() for q in policy.model.parameters()), "build_and_load_s": time.perf_counter() - t0}
-    for key, fn in (("generation", measure_generation), ("update", measure_update),
-                    ("logprob_gap_bf16", measure_logprob_gap), ("packing", measure_packing)):
-        part(entry, key, lambda: fn(policy, p), float("inf"))
+    measures = {"generation": measure_generation, "update": measure_update, "logprob_gap_bf16": measure_logprob_gap,
+                "packing": measure_packing}
+    for key in (key for key in PARTS if key in measures and key in p["parts"]):
+        part(entry, key, lambda: measures[key](policy, p), float("inf"))
     policy = None  # free the model (and its GPU memory) before the next shape
     if torch.cuda.is_available():
         torch.cuda.empty_cache()

@@ -43,7 +43,7 @@ def test_tiny_run_writes_every_field(tmp_path):
     row = packing["response_2"]
     assert packing["samples"] == 4 and row["fp32_logprob_max_abs_diff"] < 1e-4
     assert row["fp32_grad_max_abs_diff"] < 1e-4 * max(1.0, row["fp32_grad_max_abs"])
-    assert set(row["bf16_seconds"]) == {"off", "packed", "shared_prefix", "shared_prefix_mask"}
+    assert set(row["bf16_seconds"]) == {"off", "packed", "shared_prefix", "shared_prefix_runs", "shared_prefix_mask"}
     assert row["speedup_vs_off"]["off"] == 1.0 and min(row["bf16_seconds"].values()) > 0
     for agent in ("grpo", "seed"):
         it = record["iterations"][agent]

@@ -95,6 +95,24 @@ def test_the_masked_path_equals_the_runs_attention(model, tiny_tokenizer):
     assert checkpointed.config._attn_implementation == "sdpa"  # the runs' attention never outlives its call
 
 
+def test_the_runs_kernel_is_chosen_on_cpu_only(model, monkeypatch):
+    """Per-run SDPA calls are launch-bound on a GPU (measured on an H200), so ``auto`` keeps them to the CPU;
+    the forced choices override the device, never the model's own limits."""
+    from seedbench.models import tree_attention
+    from seedbench.models.tree_attention import supports_tree_attention
+
+    cpu, cuda = torch.device("cpu"), torch.device("cuda")
+    assert supports_tree_attention(model, cpu) and supports_tree_attention(model, None)
+    assert not supports_tree_attention(model, cuda)
+    monkeypatch.setattr(tree_attention, "KERNEL_CHOICE", "runs")
+    assert supports_tree_attention(model, cuda)
+    eager = copy.deepcopy(model)
+    eager.config._attn_implementation = "eager"
+    assert not supports_tree_attention(eager, cpu)
+    monkeypatch.setattr(tree_attention, "KERNEL_CHOICE", "mask")
+    assert not supports_tree_attention(model, cpu)
+
+
 @pytest.mark.parametrize("native_gqa", [True, False])
 def test_the_runs_attention_with_grouped_key_value_heads(tiny_tokenizer, monkeypatch, native_gqa):
     """SmolLM2 and Qwen have fewer key/value heads than query heads: SDPA's own grouping (torch >= 2.5) and

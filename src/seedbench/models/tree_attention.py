@@ -10,6 +10,9 @@ It plugs into transformers' attention interface: `packed_forward` switches the m
 ``seedbench_tree`` for one forward call and hands the runs down as a keyword argument, which transformers
 passes to every layer's attention. transformers builds no mask for an implementation it has no mask
 function for, so no [N, N] tensor is made. Outside that call the model is untouched.
+
+It is a CPU kernel: on a GPU the per-run calls cost more in launches than the masked square costs in
+arithmetic, so there packed rows keep one masked call per layer (`supports_tree_attention`).
 """
 
 from __future__ import annotations
@@ -23,10 +26,23 @@ NAME = "seedbench_tree"
 RUNS_KWARG = "seedbench_runs"
 
 
-def supports_tree_attention(model: Any) -> bool:
-    """Models whose attention goes through transformers' SDPA interface and is not recomputed later: with
+# Where the per-run kernel is used: "auto" = on CPU only; "runs" / "mask" force one path (benchmarks, tests).
+KERNEL_CHOICE = "auto"
+
+
+def supports_tree_attention(model: Any, device: Any = None) -> bool:
+    """Whether a packed row's attention runs as one SDPA call per run of the tree, rather than one masked call.
+
+    Only models whose attention goes through transformers' SDPA interface and is not recomputed later: with
     activation checkpointing the backward re-runs each layer after `packed_forward` has restored the
-    implementation, so those models take the masked path instead."""
+    implementation, so those models take the masked path. And only on CPU under ``auto``: on a GPU the
+    many small calls are bound by kernel launches (H200, Qwen2.5-0.5B/1.5B shapes, 16 samples in 4 groups:
+    forward + backward 2.2-2.5x slower than the padded layout, while one masked call over the same tree
+    ran 0.87-1.04x of it; docs/performance.md, "GPU check")."""
+    if KERNEL_CHOICE == "mask":
+        return False
+    if KERNEL_CHOICE == "auto" and device is not None and getattr(device, "type", str(device)) != "cpu":
+        return False
     config = getattr(model, "config", None)
     if getattr(config, "_attn_implementation", None) != "sdpa":
         return False
