@@ -163,8 +163,10 @@ class OptimConfig:
     """Layout of every forward of the update (old, reference, SEED teacher and loss passes): ``off`` (padded
     rows, the reference layout); ``packed`` (each micro-batch in one row without padding); ``shared_prefix``
     (packed, every prompt prefix that members of the micro-batch share computed once: a prefix tree, whose
-    attention runs per branch). Equal log-probs and gradients up to float summation order
-    (`seedbench.models.packing`); vision models keep the padded rows."""
+    attention runs per branch on CPU). Equal log-probs and gradients up to float summation order
+    (`seedbench.models.packing`); vision models keep the padded rows. A CPU switch: on a GPU (H200,
+    Qwen2.5-0.5B/1.5B shapes) both packed layouts were 0.6-0.9x the padded rows' speed, so keep ``off``
+    there (docs/performance.md, "GPU check")."""
 
 
 @dataclass
