@@ -7,9 +7,9 @@ Each variant is one ``seedbench run --agent seed --env sokoban --config configs/
 in its own process (OpenMP reads its wait policy when torch loads), with the same seed:
 
 * ``plain``: the paths before issue 21 — ``optim.old_logprobs=score``, ``optim.packing=off``,
-  ``optim.log_prob_micro_batch_size`` empty, ``hf.kv_cache=dynamic``, ``hf.share_prompt_prefill=false`` — and ``OMP_WAIT_POLICY=PASSIVE``;
+  ``optim.log_prob_micro_batch_size`` empty, ``hf.kv_cache=dynamic``, ``hf.share_prompt_prefill=false``, ``hf.prefill=padded`` — and ``OMP_WAIT_POLICY=PASSIVE``;
 * ``optimised``: the quick start as shipped (first-forward π_old, shared-prefix packing, static KV cache,
-  shared prefill, PASSIVE);
+  shared and per-prompt prefill, PASSIVE);
 * ``busy-default`` / ``busy-passive``: ``optimised`` beside one process spinning on a core
   (``while True: pass``, started before the run and killed after it), with the OpenMP runtime's own wait
   policy (``SEEDBENCH_OMP_WAIT_POLICY=default``, the behaviour before `seedbench.threads`) and with PASSIVE.
@@ -34,7 +34,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 PLAIN = ["optim.old_logprobs=score", "optim.packing=off", "optim.log_prob_micro_batch_size=null", "hf.kv_cache=dynamic",
-         "hf.share_prompt_prefill=false"]
+         "hf.share_prompt_prefill=false", "hf.prefill=padded"]
 VARIANTS = {  # name: (extra --set values, SEEDBENCH_OMP_WAIT_POLICY, busy neighbour)
     "plain": (PLAIN, "passive", False),
     "optimised": ([], "passive", False),

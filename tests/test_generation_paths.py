@@ -1,4 +1,5 @@
-"""The HF engine's speed switches (static KV cache, shared prefill of identical prompts, fused sampler)
+"""The HF engine's speed switches (static KV cache, shared prefill of identical prompts, per-prompt prefill,
+fused sampler)
 change no output: greedy tokens equal the plain path's, and sampled log-probs equal the trainer's
 recomputation far inside the log-prob check's threshold."""
 
@@ -16,9 +17,10 @@ from seedbench.models.tiny import tiny_model, tiny_tokenizer
 from seedbench.rollout.prompting import render_prompt
 from seedbench.training.logprob_check import DEFAULT_THRESHOLD, check_engine
 
-SWITCHES = [dict(kv_cache=kv, share_prompt_prefill=share, sampler=sampler)
-            for kv, share, sampler in itertools.product(("dynamic", "static"), (False, True), ("generate", "fused"))]
-PLAIN = dict(kv_cache="dynamic", share_prompt_prefill=False, sampler="generate")
+SWITCHES = [dict(kv_cache=kv, share_prompt_prefill=share, sampler=sampler, prefill=prefill)
+            for kv, share, sampler, prefill in itertools.product(("dynamic", "static"), (False, True),
+                                                                  ("generate", "fused"), ("padded", "per_prompt"))]
+PLAIN = dict(kv_cache="dynamic", share_prompt_prefill=False, sampler="generate", prefill="padded")
 TEXTS = ["go left now", "push the box up and then go right", "your task is to push the box"]
 
 
@@ -82,6 +84,54 @@ def test_shared_prefill_cache_equals_each_rows_own(tiny):
         valid = mask[:, None, :-1, None].bool()  # padded columns are masked out of attention either way
         assert torch.allclose(a.keys.masked_select(valid), b.keys.masked_select(valid), atol=1e-5)
         assert torch.allclose(a.values.masked_select(valid), b.values.masked_select(valid), atol=1e-5)
+
+
+@pytest.mark.parametrize("kv_cache", ["dynamic", "static"])
+@pytest.mark.parametrize("share", [False, True])
+def test_per_prompt_prefill_cache_equals_the_padded_batchs(tiny, kv_cache, share):
+    """Each prompt prefilled alone, then right-aligned: the real columns hold the padded forward's keys and
+    values (the padded ones are masked either way), and the cache reports the padded width as filled."""
+    from transformers import DynamicCache
+
+    model, tok, prompts = tiny
+    width = max(map(len, prompts))
+    ids = torch.full((len(prompts), width), tok.pad_token_id)
+    mask = torch.zeros_like(ids)
+    for row, p in enumerate(prompts):
+        ids[row, width - len(p):] = torch.tensor(p)
+        mask[row, width - len(p):] = 1
+    assert len(set(map(len, prompts))) == 3  # three paddings, so the right-alignment is exercised
+    if not share:  # distinct rows in an order `unique` would change: the cache must keep the batch's order
+        ids, mask = ids[[4, 0, 2]], mask[[4, 0, 2]]
+    with torch.no_grad():
+        rows = shared_prefill(model, ids, mask, kv_cache, width + 4, share=share, per_prompt=True)
+        if share:
+            distinct = shared_prefill(model, ids[[4, 0, 2]], mask[[4, 0, 2]], kv_cache, width + 4, share=True,
+                                      per_prompt=True)
+        own = DynamicCache()
+        positions = (mask[:, :-1].cumsum(-1) - 1).masked_fill(mask[:, :-1] == 0, 1)
+        model(input_ids=ids[:, :-1], attention_mask=mask[:, :-1], position_ids=positions, use_cache=True,
+              **{cache_argument(model): own})
+    assert rows.get_seq_length() == width - 1
+    valid = mask[:, None, :-1, None].bool()
+    for a, b in zip(rows.layers, own.layers):
+        keys, values = a.keys[:, :, : width - 1], a.values[:, :, : width - 1]
+        assert keys.shape == b.keys.shape == (ids.shape[0], b.keys.shape[1], width - 1, b.keys.shape[3])
+        assert torch.allclose(keys.masked_select(valid), b.keys.masked_select(valid), atol=1e-5)
+        assert torch.allclose(values.masked_select(valid), b.values.masked_select(valid), atol=1e-5)
+        assert not torch.equal(keys.masked_select(valid), torch.zeros_like(keys.masked_select(valid)))
+    if share:  # all rows distinct: `unique` sorts them, the cache must come back in the batch's order
+        for a, b in zip(distinct.layers, rows.layers):
+            assert torch.allclose(a.keys, b.keys[[4, 0, 2]], atol=1e-5)
+
+
+def test_per_prompt_prefill_is_the_cpu_default(tiny):
+    model, tok, _ = tiny
+    assert HFEngine(model, tok, torch.device("cpu")).per_prompt_prefill
+    assert not HFEngine(model, tok, torch.device("cpu"), prefill="padded").per_prompt_prefill
+    assert not HFEngine(model, tok, "cuda", prefill="auto").per_prompt_prefill
+    with pytest.raises(ValueError, match="prefill one of"):
+        HFEngine(model, tok, torch.device("cpu"), prefill="chunked")
 
 
 def test_fused_sampler_draws_from_the_recorded_distribution():

@@ -41,3 +41,16 @@ def test_trl_update_feeds_trl_the_same_tokens(tmp_path):
     assert result["sequences"] == 4 and result["tokens"] == result["trl_tokens"] > 0
     assert set(result["median_s"]) == {"seedbench_plain", "seedbench_optimised", "trl"}
     assert all(value > 0 for value in result["median_s"].values())
+
+
+def test_analysis_speed_times_both_prefills_on_the_same_prompts(tmp_path, capsys):
+    bench = _load("analysis_speed")
+    out, batch = tmp_path / "analysis.json", tmp_path / "batch.pkl"
+    tiny = [*TINY, "algo.analysis_max_new_tokens=6"]
+    assert bench.main([*tiny, "--repeats", "1", "--batch", str(batch), "--out", str(out)]) == 0
+    result = json.loads(out.read_text())
+    assert result["trajectories"] == 4 and len(result["prompt_tokens"]) == 4 and min(result["prompt_tokens"]) > 20
+    assert result["answers_equal"] is True  # the prefill switch changes no greedy answer
+    assert set(result["median_s"]) == set(result["prefill_median_s"]) == {"padded", "per_prompt"}
+    assert all(len(v) == 1 and v[0] > 0 for v in result["prefill_seconds"].values())
+    assert "its prefill alone" in capsys.readouterr().out

@@ -168,10 +168,12 @@ class SEEDAgent(GRPOAgent):
             raise ConfigError(f"algo.skill_library: {err}") from err
 
     def _frozen_engine(self):
+        from seedbench.engines.factory import hf_options
         from seedbench.engines.hf import HFEngine
 
         ctx, policy = self.context, self.context.policy
         batch = ctx.config.rollout.generation_batch_size
+        options = hf_options(ctx.config)  # the run's `hf` switches apply to the frozen analyzer too
         if self.config.analyzer_model:
             from seedbench.config import ModelConfig
             from seedbench.models.policy import load_policy
@@ -180,7 +182,8 @@ class SEEDAgent(GRPOAgent):
                                     dtype=ctx.config.model.dtype)
             frozen = load_policy(model_cfg, need_reference=False, seed=ctx.config.seed)
             self._frozen_tokenizer = frozen.tokenizer
-            return HFEngine(frozen.model, frozen.tokenizer, frozen.device, batch_size=batch, dtype=frozen.compute_dtype)
+            return HFEngine(frozen.model, frozen.tokenizer, frozen.device, batch_size=batch, dtype=frozen.compute_dtype,
+                            **options)
         # The run's initial weights: reuse the frozen KL reference when there is one, else snapshot now
         # (before the first update).
         self._frozen_tokenizer = policy.tokenizer
@@ -190,7 +193,7 @@ class SEEDAgent(GRPOAgent):
             from seedbench.models.weights import frozen_copy
 
             model = frozen_copy(policy.model, policy.compute_dtype or torch.float32)
-        return HFEngine(model, policy.tokenizer, policy.device, batch_size=batch)
+        return HFEngine(model, policy.tokenizer, policy.device, batch_size=batch, **options)
 
     # -- act-time skills (Skill-Prompt) -----------------------------------------------------------
     def transform_prompt(self, trajectory: Any, content: str) -> str:

@@ -1,0 +1,109 @@
+"""SEED's self-analysis generation: the padded prefill vs each prompt prefilled alone (``hf.prefill``).
+
+    python benchmarks/analysis_speed.py [--model smollm2-135m] [--batch PATH] [--repeats 2]
+                                        [--out benchmarks/results/analysis_speed.json]
+
+The analysis is one greedy generation per finished trajectory, whose prompt holds the whole episode
+(~1,900 tokens for a 15-step Sokoban episode), so its prefill is long and differs between rows. The
+padded prefill runs every row at the batch's width under a mask (and, with the static KV cache, over the
+cache's empty slots too); ``per_prompt`` runs each prompt alone with causal attention over its own tokens.
+Both variants analyse the same recorded trajectories (`--batch`, recorded from `--config` when missing,
+as `benchmarks/update_speed.py` does) with the same weights, interleaved; the answers must be equal. Each
+round also times the prefill alone (the same prompts, one new token), so that the decode's share, which
+the prefill switch does not touch, can be read off.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+from update_speed import QUICKSTART, make_trainer, record_batch
+
+VARIANTS = {"padded": False, "per_prompt": True}
+
+
+def parse_args(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--model", default="smollm2-135m")
+    p.add_argument("--config", default=str(QUICKSTART), help="recipe of the recorded rollout (the README quick start)")
+    p.add_argument("--batch", default=None, help="recorded trajectories (pickle); recorded there when missing")
+    p.add_argument("--repeats", type=int, default=2, help="timed analyses per variant")
+    p.add_argument("--set", nargs="*", default=[], metavar="KEY=VALUE", help="config overrides (tests: tiny shapes)")
+    p.add_argument("--out", default="benchmarks/results/analysis_speed.json")
+    return p.parse_args(argv)
+
+
+def analysis_prompts(seed, engine, trajectories, rewards) -> list:
+    """The prompts the agent's analysis hands its engine (one analysis run, its generation skipped)."""
+    captured: list = []
+
+    def capture(prompts, params):
+        captured.extend(prompts)
+        raise StopIteration
+
+    engine.generate = capture  # an instance attribute over the class's method, deleted below
+    try:
+        seed.agent.analyse(trajectories, rewards, 1)
+    except StopIteration:
+        pass
+    finally:
+        del engine.generate
+    return captured
+
+
+def main(argv=None) -> int:
+    args = parse_args(argv)
+    from seedbench.engines.base import SamplingParams
+    from seedbench.paths import cache_dir
+
+    seed = make_trainer(args, "seed", Path(tempfile.mkdtemp(prefix="analysis_speed_")))
+    batch_path = Path(args.batch) if args.batch else cache_dir("benchmarks") / f"update_batch_{args.model}.pkl"
+    trajectories, rewards = record_batch(seed, batch_path)
+    engine = seed.agent._analysis_engine or seed.context.engine
+    prompts = analysis_prompts(seed, engine, trajectories, rewards)
+    times: dict[str, list[float]] = {name: [] for name in VARIANTS}
+    prefill: dict[str, list[float]] = {name: [] for name in VARIANTS}
+    answers: dict[str, list] = {}
+    load_before = os.getloadavg()
+    for repeat in range(args.repeats):
+        for name in list(VARIANTS)[:: -1 if repeat % 2 == 0 else 1]:  # A B B A …
+            engine.per_prompt_prefill = VARIANTS[name]
+            start = time.perf_counter()
+            engine.generate(prompts, SamplingParams(max_new_tokens=1, greedy=True, stop=[]))
+            prefill[name].append(time.perf_counter() - start)
+            start = time.perf_counter()
+            _, records = seed.agent.analyse(trajectories, rewards, 1)
+            times[name].append(time.perf_counter() - start)
+            answers.setdefault(name, [r["raw"] for r in records])
+            print(f"  {name:<11} analysis {times[name][-1]:7.1f} s, its prefill alone {prefill[name][-1]:6.1f} s  "
+                  f"(load {os.getloadavg()[0]:.1f})", flush=True)
+    median = {name: statistics.median(values) for name, values in times.items()}
+    median_prefill = {name: statistics.median(values) for name, values in prefill.items()}
+    result = {"model": args.model, "batch": str(batch_path), "trajectories": len(trajectories),
+              "max_new_tokens": seed.agent.config.analysis_max_new_tokens, "kv_cache": engine.kv_cache,
+              "prompt_tokens": [len(p) for p in prompts], "seconds": times, "median_s": median,
+              "speedup": median["padded"] / median["per_prompt"], "prefill_seconds": prefill,
+              "prefill_median_s": median_prefill,
+              "prefill_speedup": median_prefill["padded"] / median_prefill["per_prompt"],
+              "answers_equal": answers["padded"] == answers["per_prompt"],
+              "answer_chars": [len(a or "") for a in answers["padded"]],
+              "loadavg_before": load_before, "loadavg_after": os.getloadavg()}
+    print(f"analysis of {len(trajectories)} trajectories: padded {median['padded']:.1f} s, per_prompt "
+          f"{median['per_prompt']:.1f} s, x{result['speedup']:.2f}; answers equal: {result['answers_equal']}")
+    print(f"its prefill alone: padded {median_prefill['padded']:.1f} s, per_prompt {median_prefill['per_prompt']:.1f} s, "
+          f"x{result['prefill_speedup']:.2f}")
+    seed.close()
+    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+    Path(args.out).write_text(json.dumps(result, indent=2))
+    print(f"wrote {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
