@@ -9,8 +9,9 @@ padded prefill runs every row at the batch's width under a mask (and, with the s
 cache's empty slots too); ``per_prompt`` runs each prompt alone with causal attention over its own tokens.
 Both variants analyse the same recorded trajectories (`--batch`, recorded from `--config` when missing,
 as `benchmarks/update_speed.py` does) with the same weights, interleaved; the answers must be equal. Each
-round also times the prefill alone (the same prompts, one new token), so that the decode's share, which
-the prefill switch does not touch, can be read off.
+round also times the prefill alone, as the analysis's `generate` call runs it (the KV cache sized for the
+prompts plus the analysis's new tokens), so that the decode's share, which the switch does not touch, can
+be read off.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from pathlib import Path
 
 from update_speed import QUICKSTART, make_trainer, record_batch
 
-VARIANTS = {"padded": False, "per_prompt": True}
+VARIANTS = ("padded", "per_prompt")  # hf.prefill
 
 
 def parse_args(argv=None):
@@ -57,9 +58,35 @@ def analysis_prompts(seed, engine, trajectories, rewards) -> list:
     return captured
 
 
+def prefill_seconds(engine, prompts: list, max_new_tokens: int) -> float:
+    """Seconds to fill the KV cache of the left-padded prompts but their last tokens, the way the engine's
+    `generate` call does with its current switch (static or dynamic cache of the call's final length)."""
+    import torch
+    from transformers import DynamicCache, StaticCache
+
+    from seedbench.engines.hf import cache_argument, shared_prefill
+
+    width = max(map(len, prompts))
+    ids = torch.full((len(prompts), width), engine.tokenizer.pad_token_id)
+    mask = torch.zeros_like(ids)
+    for row, prompt in enumerate(prompts):
+        ids[row, width - len(prompt):] = torch.tensor(prompt)
+        mask[row, width - len(prompt):] = 1
+    start = time.perf_counter()
+    with torch.no_grad():
+        if engine.prefill == "per_prompt":
+            shared_prefill(engine.model, ids, mask, engine.kv_cache, width + max_new_tokens, per_prompt=True)
+        else:  # what `generate` runs: one padded forward, positions from the mask
+            cache = (StaticCache(config=engine.model.config, max_cache_len=width + max_new_tokens)
+                     if engine.kv_cache == "static" else DynamicCache())
+            positions = (mask[:, :-1].cumsum(-1) - 1).masked_fill(mask[:, :-1] == 0, 1)
+            engine.model(input_ids=ids[:, :-1], attention_mask=mask[:, :-1], position_ids=positions, use_cache=True,
+                         logits_to_keep=1, **{cache_argument(engine.model): cache})
+    return time.perf_counter() - start
+
+
 def main(argv=None) -> int:
     args = parse_args(argv)
-    from seedbench.engines.base import SamplingParams
     from seedbench.paths import cache_dir
 
     seed = make_trainer(args, "seed", Path(tempfile.mkdtemp(prefix="analysis_speed_")))
@@ -73,10 +100,8 @@ def main(argv=None) -> int:
     load_before = os.getloadavg()
     for repeat in range(args.repeats):
         for name in list(VARIANTS)[:: -1 if repeat % 2 == 0 else 1]:  # A B B A …
-            engine.per_prompt_prefill = VARIANTS[name]
-            start = time.perf_counter()
-            engine.generate(prompts, SamplingParams(max_new_tokens=1, greedy=True, stop=[]))
-            prefill[name].append(time.perf_counter() - start)
+            engine.prefill = name
+            prefill[name].append(prefill_seconds(engine, prompts, seed.agent.config.analysis_max_new_tokens))
             start = time.perf_counter()
             _, records = seed.agent.analyse(trajectories, rewards, 1)
             times[name].append(time.perf_counter() - start)

@@ -125,11 +125,15 @@ def test_per_prompt_prefill_cache_equals_the_padded_batchs(tiny, kv_cache, share
             assert torch.allclose(a.keys, b.keys[[4, 0, 2]], atol=1e-5)
 
 
-def test_per_prompt_prefill_is_the_cpu_default(tiny):
+def test_per_prompt_prefill_is_the_cpu_default_for_long_prompts(tiny):
+    from seedbench.engines.hf import PER_PROMPT_MIN_WIDTH as LONG
+
     model, tok, _ = tiny
-    assert HFEngine(model, tok, torch.device("cpu")).per_prompt_prefill
-    assert not HFEngine(model, tok, torch.device("cpu"), prefill="padded").per_prompt_prefill
-    assert not HFEngine(model, tok, "cuda", prefill="auto").per_prompt_prefill
+    cpu = HFEngine(model, tok, torch.device("cpu"))
+    assert cpu.per_prompt_prefill(LONG) and not cpu.per_prompt_prefill(LONG - 1)
+    assert not HFEngine(model, tok, torch.device("cpu"), prefill="padded").per_prompt_prefill(LONG)
+    assert HFEngine(model, tok, torch.device("cpu"), prefill="per_prompt").per_prompt_prefill(2)
+    assert not HFEngine(model, tok, "cuda", prefill="auto").per_prompt_prefill(LONG)
     with pytest.raises(ValueError, match="prefill one of"):
         HFEngine(model, tok, torch.device("cpu"), prefill="chunked")
 

@@ -19,7 +19,8 @@ within the log-prob check's threshold (tests/test_generation_paths.py):
 * ``share_prompt_prefill=True``: identical prompts in one batch (a GRPO group's members at step 0 see the
   same prompt) are prefilled once and their KV cache is copied to the other members; prefill is most of a
   rollout step's generation time on CPU.
-* ``prefill="per_prompt"`` (``auto`` on CPU): every distinct prompt is prefilled alone, without padding, so
+* ``prefill="per_prompt"`` (``auto``: on CPU, for batches of prompts of ≥ 1,024 tokens): every distinct
+  prompt is prefilled alone, without padding, so
   attention runs causally over the prompt's own tokens, not over the left-padded width and the empty
   slots of a static cache under a mask (4 SEED analysis prompts of ~1,870 tokens: 21-24 s instead of
   35-37 s). The rows' caches are then laid out left-padded, as the batched prefill lays them out. On a GPU
@@ -43,6 +44,7 @@ from seedbench.models.weights import frozen_copy, merged_weights
 KV_CACHES = ("dynamic", "static")
 SAMPLERS = ("generate", "fused")
 PREFILLS = ("auto", "padded", "per_prompt")
+PER_PROMPT_MIN_WIDTH = 1024  # ``prefill="auto"``: prompts at least this long are prefilled one by one on CPU
 
 
 class HFEngine:
@@ -63,7 +65,7 @@ class HFEngine:
         self.kv_cache = kv_cache
         self.share_prompt_prefill = share_prompt_prefill
         self.sampler = sampler
-        self.per_prompt_prefill = prefill == "per_prompt" or (prefill == "auto" and _device_type(device) == "cpu")
+        self.prefill = prefill
         model_dtype = next(model.parameters()).dtype
         if dtype is not None and dtype != model_dtype:
             self.model = frozen_copy(model, dtype)
@@ -81,6 +83,15 @@ class HFEngine:
         with torch.no_grad():
             for name, tensor in merged_weights(self.source):
                 target[name].copy_(tensor)
+
+    def per_prompt_prefill(self, width: int) -> bool:
+        """Whether a batch of prompts up to `width` tokens is prefilled prompt by prompt (``prefill``). ``auto``
+        does so on CPU for long prompts only: on the quick start's rollout prompts (400-650 tokens, little
+        padding) one forward per prompt was 1.05x slower than the padded batch, on SEED's ~1,870-token
+        analysis prompts faster (docs/performance.md, "Per-prompt prefill")."""
+        if self.prefill != "auto":
+            return self.prefill == "per_prompt"
+        return _device_type(self.device) == "cpu" and width >= PER_PROMPT_MIN_WIDTH
 
     def generate(self, prompts: list[list[int]], params: SamplingParams) -> list[Generation]:
         # Sort by length so each batch pads little (and by ids, so identical prompts sit together and can
@@ -133,9 +144,10 @@ class HFEngine:
         with torch.no_grad():
             if text_only and self.kv_cache == "static":
                 kwargs.update(cache_implementation="static", disable_compile=True)
-            if text_only and (self.share_prompt_prefill or self.per_prompt_prefill):
+            per_prompt = self.per_prompt_prefill(width)
+            if text_only and (self.share_prompt_prefill or per_prompt):
                 cache = shared_prefill(self.model, input_ids, attention, self.kv_cache, width + params.max_new_tokens,
-                                       share=self.share_prompt_prefill, per_prompt=self.per_prompt_prefill)
+                                       share=self.share_prompt_prefill, per_prompt=per_prompt)
                 if cache is not None:
                     kwargs.pop("cache_implementation", None)
                     kwargs[cache_argument(self.model)] = cache
