@@ -54,3 +54,14 @@ def test_analysis_speed_times_both_prefills_on_the_same_prompts(tmp_path, capsys
     assert set(result["median_s"]) == set(result["prefill_median_s"]) == {"padded", "per_prompt"}
     assert all(len(v) == 1 and v[0] > 0 for v in result["prefill_seconds"].values())
     assert "its prefill alone" in capsys.readouterr().out
+
+
+def test_prefill_speed_generates_each_recorded_step_both_ways(tmp_path, capsys):
+    bench = _load("prefill_speed")
+    out, batch = tmp_path / "prefill.json", tmp_path / "batch.pkl"
+    assert bench.main([*TINY, "--repeats", "2", "--batch", str(batch), "--out", str(out)]) == 0
+    result = json.loads(out.read_text())
+    assert len(result["prompt_tokens"]) == 1 and len(result["prompt_tokens"][0]) == 4  # one step of 4 episodes
+    assert result["outputs_equal"] is True and result["max_new_tokens"] == 3
+    assert all(len(v) == 2 and min(v) > 0 for v in result["seconds"].values())
+    assert "outputs equal: True" in capsys.readouterr().out

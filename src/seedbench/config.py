@@ -228,7 +228,7 @@ class HFEngineConfig:
     """``per_prompt`` prefills each distinct prompt alone, without padding (causal attention over its own
     tokens; 1.5-1.7x on long SEED analysis prompts on CPU); ``padded`` runs one left-padded forward;
     ``auto`` = ``per_prompt`` on CPU for prompts of ≥ 1,024 tokens (SEED's analyses of whole episodes),
-    ``padded`` for shorter ones (rollout prompts: 1.05x slower one by one) and on a GPU (launch-bound)."""
+    ``padded`` for shorter ones (rollout prompts: no gain, 0.95-1.04x in two runs) and on a GPU (launch-bound)."""
     sampler: Literal["generate", "fused"] = "generate"
     """``fused`` draws each token from the log-softmax the log-prob recorder computes anyway (same
     distribution, another random stream; top-p < 1 falls back to ``generate``'s own sampler)."""

@@ -87,8 +87,8 @@ class HFEngine:
     def per_prompt_prefill(self, width: int) -> bool:
         """Whether a batch of prompts up to `width` tokens is prefilled prompt by prompt (``prefill``). ``auto``
         does so on CPU for long prompts only: on the quick start's rollout prompts (400-650 tokens, little
-        padding) one forward per prompt was 1.05x slower than the padded batch, on SEED's ~1,870-token
-        analysis prompts faster (docs/performance.md, "Per-prompt prefill")."""
+        padding) one forward per prompt gained nothing (0.95x and 1.04x in two runs), on SEED's ~1,870-token
+        analysis prompts the prefill was 1.28x faster (docs/performance.md, "Per-prompt prefill")."""
         if self.prefill != "auto":
             return self.prefill == "per_prompt"
         return _device_type(self.device) == "cpu" and width >= PER_PROMPT_MIN_WIDTH

@@ -1,0 +1,78 @@
+"""Rollout-shaped generation: the padded prefill vs each prompt prefilled alone (``hf.prefill``).
+
+    python benchmarks/prefill_speed.py [--model smollm2-135m] [--batch PATH] [--repeats 3]
+                                       [--out benchmarks/results/prefill_speed.json]
+
+The counterpart of `benchmarks/analysis_speed.py` for the rollout's prompts: each step of a recorded
+rollout (`--batch`, recorded from `--config` when missing, as `benchmarks/update_speed.py` does) has its
+episodes' prompts generated together, greedy, with the run's ``rollout.max_new_tokens``, once with one
+padded prefill and once prompt by prompt, interleaved. The outputs must be equal. This is the measurement
+behind ``hf.prefill=auto``'s length threshold.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+from update_speed import QUICKSTART, make_trainer, record_batch
+
+VARIANTS = ("padded", "per_prompt")  # hf.prefill
+
+
+def parse_args(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--model", default="smollm2-135m")
+    p.add_argument("--config", default=str(QUICKSTART), help="recipe of the recorded rollout (the README quick start)")
+    p.add_argument("--batch", default=None, help="recorded trajectories (pickle); recorded there when missing")
+    p.add_argument("--repeats", type=int, default=3, help="timed rounds per variant")
+    p.add_argument("--set", nargs="*", default=[], metavar="KEY=VALUE", help="config overrides (tests: tiny shapes)")
+    p.add_argument("--out", default="benchmarks/results/prefill_speed.json")
+    return p.parse_args(argv)
+
+
+def main(argv=None) -> int:
+    args = parse_args(argv)
+    from seedbench.engines.base import SamplingParams
+    from seedbench.paths import cache_dir
+
+    trainer = make_trainer(args, "grpo", Path(tempfile.mkdtemp(prefix="prefill_speed_")))
+    batch_path = Path(args.batch) if args.batch else cache_dir("benchmarks") / f"update_batch_{args.model}.pkl"
+    trajectories, _ = record_batch(trainer, batch_path)
+    steps = [[t.steps[k].prompt_ids for t in trajectories if len(t.steps) > k]
+             for k in range(max(len(t.steps) for t in trajectories))]
+    params = SamplingParams(max_new_tokens=trainer.config.rollout.max_new_tokens, greedy=True, stop=[])
+    engine = trainer.engine
+    times: dict[str, list[float]] = {name: [] for name in VARIANTS}
+    outputs: dict[str, list] = {}
+    load_before = os.getloadavg()
+    for repeat in range(args.repeats):
+        for name in VARIANTS[:: -1 if repeat % 2 == 0 else 1]:  # A B B A …
+            engine.prefill = name
+            start = time.perf_counter()
+            generated = [[g.token_ids for g in engine.generate(prompts, params)] for prompts in steps]
+            times[name].append(time.perf_counter() - start)
+            outputs.setdefault(name, generated)
+            print(f"  {name:<11} {times[name][-1]:7.1f} s  (load {os.getloadavg()[0]:.1f})", flush=True)
+    median = {name: statistics.median(values) for name, values in times.items()}
+    result = {"model": args.model, "batch": str(batch_path), "max_new_tokens": params.max_new_tokens,
+              "prompt_tokens": [[len(p) for p in prompts] for prompts in steps], "seconds": times,
+              "median_s": median, "per_prompt_speedup": median["padded"] / median["per_prompt"],
+              "outputs_equal": outputs["padded"] == outputs["per_prompt"],
+              "loadavg_before": load_before, "loadavg_after": os.getloadavg()}
+    print(f"{len(steps)} steps of {len(steps[0])} prompts: padded {median['padded']:.1f} s, per_prompt "
+          f"{median['per_prompt']:.1f} s, x{result['per_prompt_speedup']:.2f}; outputs equal: {result['outputs_equal']}")
+    trainer.close()
+    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+    Path(args.out).write_text(json.dumps(result, indent=2))
+    print(f"wrote {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
