@@ -16,28 +16,19 @@ be read off.
 
 from __future__ import annotations
 
-import argparse
-import json
 import os
 import statistics
 import tempfile
 import time
 from pathlib import Path
 
-from update_speed import QUICKSTART, make_trainer, record_batch
+from update_speed import make_trainer, record_batch, replay_parser, write_result
 
 VARIANTS = ("padded", "per_prompt")  # hf.prefill
 
 
 def parse_args(argv=None):
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--model", default="smollm2-135m")
-    p.add_argument("--config", default=str(QUICKSTART), help="recipe of the recorded rollout (the README quick start)")
-    p.add_argument("--batch", default=None, help="recorded trajectories (pickle); recorded there when missing")
-    p.add_argument("--repeats", type=int, default=2, help="timed analyses per variant")
-    p.add_argument("--set", nargs="*", default=[], metavar="KEY=VALUE", help="config overrides (tests: tiny shapes)")
-    p.add_argument("--out", default="benchmarks/results/analysis_speed.json")
-    return p.parse_args(argv)
+    return replay_parser(__doc__, "timed analyses per variant", 2, "benchmarks/results/analysis_speed.json").parse_args(argv)
 
 
 def analysis_prompts(seed, engine, trajectories, rewards) -> list:
@@ -64,14 +55,10 @@ def prefill_seconds(engine, prompts: list, max_new_tokens: int) -> float:
     import torch
     from transformers import DynamicCache, StaticCache
 
-    from seedbench.engines.hf import cache_argument, shared_prefill
+    from seedbench.engines.hf import cache_argument, left_padded, shared_prefill
 
-    width = max(map(len, prompts))
-    ids = torch.full((len(prompts), width), engine.tokenizer.pad_token_id)
-    mask = torch.zeros_like(ids)
-    for row, prompt in enumerate(prompts):
-        ids[row, width - len(prompt):] = torch.tensor(prompt)
-        mask[row, width - len(prompt):] = 1
+    ids, mask = left_padded(prompts, engine.tokenizer.pad_token_id)
+    width = ids.shape[1]
     start = time.perf_counter()
     with torch.no_grad():
         if engine.prefill == "per_prompt":
@@ -124,9 +111,7 @@ def main(argv=None) -> int:
     print(f"its prefill alone: padded {median_prefill['padded']:.1f} s, per_prompt {median_prefill['per_prompt']:.1f} s, "
           f"x{result['prefill_speedup']:.2f}")
     seed.close()
-    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.out).write_text(json.dumps(result, indent=2))
-    print(f"wrote {args.out}")
+    write_result(args.out, result)
     return 0
 
 

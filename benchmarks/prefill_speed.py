@@ -12,28 +12,19 @@ behind ``hf.prefill=auto``'s length threshold.
 
 from __future__ import annotations
 
-import argparse
-import json
 import os
 import statistics
 import tempfile
 import time
 from pathlib import Path
 
-from update_speed import QUICKSTART, make_trainer, record_batch
+from update_speed import make_trainer, record_batch, replay_parser, write_result
 
 VARIANTS = ("padded", "per_prompt")  # hf.prefill
 
 
 def parse_args(argv=None):
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--model", default="smollm2-135m")
-    p.add_argument("--config", default=str(QUICKSTART), help="recipe of the recorded rollout (the README quick start)")
-    p.add_argument("--batch", default=None, help="recorded trajectories (pickle); recorded there when missing")
-    p.add_argument("--repeats", type=int, default=3, help="timed rounds per variant")
-    p.add_argument("--set", nargs="*", default=[], metavar="KEY=VALUE", help="config overrides (tests: tiny shapes)")
-    p.add_argument("--out", default="benchmarks/results/prefill_speed.json")
-    return p.parse_args(argv)
+    return replay_parser(__doc__, "timed rounds per variant", 3, "benchmarks/results/prefill_speed.json").parse_args(argv)
 
 
 def main(argv=None) -> int:
@@ -68,9 +59,7 @@ def main(argv=None) -> int:
     print(f"{len(steps)} steps of {len(steps[0])} prompts: padded {median['padded']:.1f} s, per_prompt "
           f"{median['per_prompt']:.1f} s, x{result['per_prompt_speedup']:.2f}; outputs equal: {result['outputs_equal']}")
     trainer.close()
-    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.out).write_text(json.dumps(result, indent=2))
-    print(f"wrote {args.out}")
+    write_result(args.out, result)
     return 0
 
 

@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import argparse
 import copy
-import json
 import os
 import statistics
 import sys
@@ -179,9 +178,7 @@ def main(argv=None) -> int:
     for name, value in result["trl_over_seedbench"].items():
         print(f"TRL seconds / {name}: x{value:.2f}")
     trainer.close()
-    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.out).write_text(json.dumps(result, indent=2))
-    print(f"wrote {args.out}")
+    update_speed.write_result(args.out, result)
     return 0
 
 

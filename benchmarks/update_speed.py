@@ -49,16 +49,29 @@ FIXED_SKILL = "Push the box toward the target one step at a time, and never push
 QUICKSTART = Path(__file__).resolve().parents[1] / "configs" / "quickstart_cpu.yaml"
 
 
-def parse_args(argv=None):
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+def write_result(out: str, result: dict) -> None:
+    """The benchmark's JSON record at `out` (folders made as needed), and a line saying where."""
+    Path(out).parent.mkdir(parents=True, exist_ok=True)
+    Path(out).write_text(json.dumps(result, indent=2))
+    print(f"wrote {out}")
+
+
+def replay_parser(doc: str, repeats_help: str, repeats: int, out: str) -> argparse.ArgumentParser:
+    """The options of the benchmarks that replay one recorded rollout (this one, analysis_speed, prefill_speed)."""
+    p = argparse.ArgumentParser(description=doc.split("\n")[0])
     p.add_argument("--model", default="smollm2-135m")
     p.add_argument("--config", default=str(QUICKSTART), help="recipe of the recorded rollout (the README quick start)")
-    p.add_argument("--repeats", type=int, default=2, help="timed updates per variant")
-    p.add_argument("--singles", action="store_true", help="also time each switch alone")
-    p.add_argument("--seed-repeats", type=int, default=1, help="SEED vs GRPO pairs at equal work (0 = skip)")
+    p.add_argument("--repeats", type=int, default=repeats, help=repeats_help)
     p.add_argument("--batch", default=None, help="recorded batch (pickle); recorded there when missing")
     p.add_argument("--set", nargs="*", default=[], metavar="KEY=VALUE", help="config overrides (tests: tiny shapes)")
-    p.add_argument("--out", default="benchmarks/results/update_speed.json")
+    p.add_argument("--out", default=out)
+    return p
+
+
+def parse_args(argv=None):
+    p = replay_parser(__doc__, "timed updates per variant", 2, "benchmarks/results/update_speed.json")
+    p.add_argument("--singles", action="store_true", help="also time each switch alone")
+    p.add_argument("--seed-repeats", type=int, default=1, help="SEED vs GRPO pairs at equal work (0 = skip)")
     return p.parse_args(argv)
 
 
@@ -231,9 +244,7 @@ def main(argv=None) -> int:
         result["seed_vs_grpo"]["loadavg"] = os.getloadavg()
         print(f"seed / grpo (re-scoring + update) = x{result['seed_vs_grpo']['ratio']:.2f}")
     trainer.close()
-    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.out).write_text(json.dumps(result, indent=2))
-    print(f"wrote {args.out}")
+    write_result(args.out, result)
     return 0
 
 

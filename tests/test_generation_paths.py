@@ -12,7 +12,7 @@ import pytest
 import torch
 
 from seedbench.engines.base import SamplingParams
-from seedbench.engines.hf import HFEngine, _LogprobRecorder, cache_argument, shared_prefill
+from seedbench.engines.hf import HFEngine, _LogprobRecorder, cache_argument, left_padded, shared_prefill
 from seedbench.models.tiny import tiny_model, tiny_tokenizer
 from seedbench.rollout.prompting import render_prompt
 from seedbench.training.logprob_check import DEFAULT_THRESHOLD, check_engine
@@ -66,12 +66,8 @@ def test_shared_prefill_cache_equals_each_rows_own(tiny):
     from transformers import DynamicCache
 
     model, tok, prompts = tiny
-    width = max(map(len, prompts))
-    ids = torch.full((len(prompts), width), tok.pad_token_id)
-    mask = torch.zeros_like(ids)
-    for row, p in enumerate(prompts):
-        ids[row, width - len(p):] = torch.tensor(p)
-        mask[row, width - len(p):] = 1
+    ids, mask = left_padded(prompts, tok.pad_token_id)
+    width = ids.shape[1]
     assert shared_prefill(model, ids[0:6:2], mask[0:6:2], "dynamic", width + 4) is None  # no two rows equal
     shared = shared_prefill(model, ids, mask, "dynamic", width + 4)
     own = DynamicCache()
@@ -94,12 +90,8 @@ def test_per_prompt_prefill_cache_equals_the_padded_batchs(tiny, kv_cache, share
     from transformers import DynamicCache
 
     model, tok, prompts = tiny
-    width = max(map(len, prompts))
-    ids = torch.full((len(prompts), width), tok.pad_token_id)
-    mask = torch.zeros_like(ids)
-    for row, p in enumerate(prompts):
-        ids[row, width - len(p):] = torch.tensor(p)
-        mask[row, width - len(p):] = 1
+    ids, mask = left_padded(prompts, tok.pad_token_id)
+    width = ids.shape[1]
     assert len(set(map(len, prompts))) == 3  # three paddings, so the right-alignment is exercised
     if not share:  # distinct rows in an order `unique` would change: the cache must keep the batch's order
         ids, mask = ids[[4, 0, 2]], mask[[4, 0, 2]]

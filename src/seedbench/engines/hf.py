@@ -111,12 +111,8 @@ class HFEngine:
         tok = self.tokenizer
         pad_id = tok.pad_token_id
         stop_ids = eos_ids(self.model, tok)
-        width = max(len(p) for p in prompts)
-        input_ids = torch.full((len(prompts), width), pad_id, dtype=torch.long)
-        attention = torch.zeros((len(prompts), width), dtype=torch.long)
-        for row, ids in enumerate(prompts):
-            input_ids[row, width - len(ids) :] = torch.tensor(ids, dtype=torch.long)
-            attention[row, width - len(ids) :] = 1
+        input_ids, attention = left_padded(prompts, pad_id)
+        width = input_ids.shape[1]
         kwargs: dict[str, Any] = dict(
             max_new_tokens=params.max_new_tokens,
             pad_token_id=pad_id,
@@ -206,6 +202,19 @@ class _LogprobRecorder:
         if not self.logprobs:
             return torch.zeros(sequences.shape, dtype=torch.float32)
         return torch.stack(self.logprobs, dim=1)
+
+
+def left_padded(prompts: list[list[int]], pad_id: int) -> tuple[Any, Any]:
+    """Token ids [B, width] with each prompt right-aligned after `pad_id`s, and the matching 0/1 mask."""
+    import torch
+
+    width = max(len(p) for p in prompts)
+    input_ids = torch.full((len(prompts), width), pad_id, dtype=torch.long)
+    attention = torch.zeros((len(prompts), width), dtype=torch.long)
+    for row, ids in enumerate(prompts):
+        input_ids[row, width - len(ids) :] = torch.tensor(ids, dtype=torch.long)
+        attention[row, width - len(ids) :] = 1
+    return input_ids, attention
 
 
 def _device_type(device: Any) -> str:
