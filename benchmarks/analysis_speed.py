@@ -53,9 +53,8 @@ def prefill_seconds(engine, prompts: list, max_new_tokens: int) -> float:
     """Seconds to fill the KV cache of the left-padded prompts but their last tokens, the way the engine's
     `generate` call does with its current switch (static or dynamic cache of the call's final length)."""
     import torch
-    from transformers import DynamicCache, StaticCache
 
-    from seedbench.engines.hf import cache_argument, left_padded, shared_prefill
+    from seedbench.engines.hf import empty_cache, left_padded, padded_prefill, shared_prefill
 
     ids, mask = left_padded(prompts, engine.tokenizer.pad_token_id)
     width = ids.shape[1]
@@ -63,12 +62,9 @@ def prefill_seconds(engine, prompts: list, max_new_tokens: int) -> float:
     with torch.no_grad():
         if engine.prefill == "per_prompt":
             shared_prefill(engine.model, ids, mask, engine.kv_cache, width + max_new_tokens, per_prompt=True)
-        else:  # what `generate` runs: one padded forward, positions from the mask
-            cache = (StaticCache(config=engine.model.config, max_cache_len=width + max_new_tokens)
-                     if engine.kv_cache == "static" else DynamicCache())
-            positions = (mask[:, :-1].cumsum(-1) - 1).masked_fill(mask[:, :-1] == 0, 1)
-            engine.model(input_ids=ids[:, :-1], attention_mask=mask[:, :-1], position_ids=positions, use_cache=True,
-                         logits_to_keep=1, **{cache_argument(engine.model): cache})
+        else:  # what `generate` runs: one padded forward
+            padded_prefill(engine.model, ids[:, :-1], mask[:, :-1],
+                           empty_cache(engine.model, engine.kv_cache, width + max_new_tokens))
     return time.perf_counter() - start
 
 

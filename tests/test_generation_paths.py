@@ -62,19 +62,25 @@ def test_sampled_logprobs_equal_the_trainers(tiny, switches):
     assert check.mean_abs_diff < DEFAULT_THRESHOLD and not check.flagged
 
 
-def test_shared_prefill_cache_equals_each_rows_own(tiny):
+def _padded_reference_cache(model, ids, mask):
+    """The cache of one plain padded forward of every row but its last token (positions from the mask)."""
     from transformers import DynamicCache
 
-    model, tok, prompts = tiny
-    ids, mask = left_padded(prompts, tok.pad_token_id)
-    width = ids.shape[1]
-    assert shared_prefill(model, ids[0:6:2], mask[0:6:2], "dynamic", width + 4) is None  # no two rows equal
-    shared = shared_prefill(model, ids, mask, "dynamic", width + 4)
     own = DynamicCache()
     positions = (mask[:, :-1].cumsum(-1) - 1).masked_fill(mask[:, :-1] == 0, 1)
     with torch.no_grad():
         model(input_ids=ids[:, :-1], attention_mask=mask[:, :-1], position_ids=positions, use_cache=True,
               **{cache_argument(model): own})
+    return own
+
+
+def test_shared_prefill_cache_equals_each_rows_own(tiny):
+    model, tok, prompts = tiny
+    ids, mask = left_padded(prompts, tok.pad_token_id)
+    width = ids.shape[1]
+    assert shared_prefill(model, ids[0:6:2], mask[0:6:2], "dynamic", width + 4) is None  # no two rows equal
+    shared = shared_prefill(model, ids, mask, "dynamic", width + 4)
+    own = _padded_reference_cache(model, ids, mask)
     for a, b in zip(shared.layers, own.layers):
         assert a.keys.shape == b.keys.shape == (len(prompts), a.keys.shape[1], width - 1, a.keys.shape[3])
         valid = mask[:, None, :-1, None].bool()  # padded columns are masked out of attention either way
@@ -87,8 +93,6 @@ def test_shared_prefill_cache_equals_each_rows_own(tiny):
 def test_per_prompt_prefill_cache_equals_the_padded_batchs(tiny, kv_cache, share):
     """Each prompt prefilled alone, then right-aligned: the real columns hold the padded forward's keys and
     values (the padded ones are masked either way), and the cache reports the padded width as filled."""
-    from transformers import DynamicCache
-
     model, tok, prompts = tiny
     ids, mask = left_padded(prompts, tok.pad_token_id)
     width = ids.shape[1]
@@ -100,10 +104,7 @@ def test_per_prompt_prefill_cache_equals_the_padded_batchs(tiny, kv_cache, share
         if share:
             distinct = shared_prefill(model, ids[[4, 0, 2]], mask[[4, 0, 2]], kv_cache, width + 4, share=True,
                                       per_prompt=True)
-        own = DynamicCache()
-        positions = (mask[:, :-1].cumsum(-1) - 1).masked_fill(mask[:, :-1] == 0, 1)
-        model(input_ids=ids[:, :-1], attention_mask=mask[:, :-1], position_ids=positions, use_cache=True,
-              **{cache_argument(model): own})
+    own = _padded_reference_cache(model, ids, mask)
     assert rows.get_seq_length() == width - 1
     valid = mask[:, None, :-1, None].bool()
     for a, b in zip(rows.layers, own.layers):

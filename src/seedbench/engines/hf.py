@@ -231,7 +231,6 @@ def shared_prefill(model: Any, input_ids: Any, attention: Any, kv_cache: str, ma
     prefilled alone without its padding (`_per_prompt_cache`); else the distinct rows go through one padded
     forward, with positions computed from the padding mask exactly as `generate` computes them."""
     import torch
-    from transformers import DynamicCache, StaticCache
 
     if input_ids.shape[1] < 2 or not (share or per_prompt):
         return None
@@ -244,14 +243,12 @@ def shared_prefill(model: Any, input_ids: Any, attention: Any, kv_cache: str, ma
     first = torch.zeros(distinct.shape[0], dtype=torch.long, device=input_ids.device)
     first.scatter_(0, inverse, torch.arange(input_ids.shape[0], device=input_ids.device))  # a row of each
     ids, mask = input_ids[first, :-1], attention[first, :-1]
-    cache = StaticCache(config=model.config, max_cache_len=max_cache_len) if kv_cache == "static" else DynamicCache()
+    cache = empty_cache(model, kv_cache, max_cache_len)
     if per_prompt:
         if not _per_prompt_cache(model, ids, mask, cache):
             return None
     else:
-        positions = (mask.cumsum(-1) - 1).masked_fill(mask == 0, 1)
-        model(input_ids=ids, attention_mask=mask, position_ids=positions, use_cache=True, logits_to_keep=1,
-              **{cache_argument(model): cache})
+        padded_prefill(model, ids, mask, cache)
     if share:  # expand (and restore the order: `unique` sorts): row i of the batch takes distinct row inverse[i]
         for layer in cache.layers:
             layer.keys = layer.keys.index_select(0, inverse)
@@ -259,6 +256,21 @@ def shared_prefill(model: Any, input_ids: Any, attention: Any, kv_cache: str, ma
             if hasattr(layer, "batch_size"):
                 layer.batch_size = input_ids.shape[0]
     return cache
+
+
+def empty_cache(model: Any, kv_cache: str, max_cache_len: int) -> Any:
+    """A new KV cache of the engine's kind: static (allocated at `max_cache_len` on first use) or dynamic."""
+    from transformers import DynamicCache, StaticCache
+
+    return StaticCache(config=model.config, max_cache_len=max_cache_len) if kv_cache == "static" else DynamicCache()
+
+
+def padded_prefill(model: Any, ids: Any, mask: Any, cache: Any) -> None:
+    """One forward of the left-padded `ids` into `cache`, positions from the padding mask exactly as
+    `generate` computes them."""
+    positions = (mask.cumsum(-1) - 1).masked_fill(mask == 0, 1)
+    model(input_ids=ids, attention_mask=mask, position_ids=positions, use_cache=True, logits_to_keep=1,
+          **{cache_argument(model): cache})
 
 
 def _per_prompt_cache(model: Any, ids: Any, mask: Any, cache: Any) -> bool:

@@ -208,7 +208,7 @@ def packed_logits(model, packed: PackedBatch, device) -> torch.Tensor:
 
     ids, positions = packed.input_ids.to(device), packed.positions.to(device)
     index = packed.logit_index.to(device)
-    if supports_tree_attention(base_model(model), torch.device(device) if device is not None else None):
+    if supports_tree_attention(base_model(model), device):
         return packed_forward(model, packed.runs, input_ids=ids, position_ids=positions, logits_to_keep=index).logits[0]
     dtype = next(model.parameters()).dtype
     attention = attention_mask_for(model, packed.attention, dtype).to(device)

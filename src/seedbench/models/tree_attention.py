@@ -41,7 +41,7 @@ def supports_tree_attention(model: Any, device: Any = None) -> bool:
     ran 0.87-1.04x of it; docs/performance.md, "GPU check")."""
     if KERNEL_CHOICE == "mask":
         return False
-    if KERNEL_CHOICE == "auto" and device is not None and getattr(device, "type", str(device)) != "cpu":
+    if KERNEL_CHOICE == "auto" and device is not None and torch.device(device).type != "cpu":
         return False
     config = getattr(model, "config", None)
     if getattr(config, "_attn_implementation", None) != "sdpa":

@@ -88,9 +88,12 @@ def package_versions() -> dict[str, str]:
 
 
 def _source_tree_requirements() -> list[str]:
-    """The dependencies and extras that the source tree's pyproject.toml declares ([] outside a checkout)."""
-    import tomllib
-
+    """The dependencies and extras that the source tree's pyproject.toml declares ([] outside a checkout, and
+    on Python 3.10, which has no TOML reader)."""
+    try:
+        import tomllib
+    except ImportError:
+        return []
     pyproject = Path(__file__).resolve().parents[3] / "pyproject.toml"
     try:
         project = tomllib.loads(pyproject.read_text()).get("project", {})
