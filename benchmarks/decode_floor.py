@@ -14,7 +14,9 @@ GRPO groups (``--group`` copies of each distinct Sokoban prompt), so the engine'
 the prefill short; each row still has its own KV cache, so the decode is that of the full batch.
 
 Variants, interleaved in one run (A, B, C, A, B, C, ...; medians): ``dynamic`` (transformers' default
-cache), ``static`` (`HFEngine(kv_cache="static")`), ``static+fused`` (also ``sampler="fused"``). The
+cache), ``static`` (`HFEngine(kv_cache="static")`), ``static+fused`` (also ``sampler="fused"``), these three
+with ``decode_linear="standard"``, and ``static+weight_major`` (``decode_linear="weight_major"``, the CPU
+default). The
 prefill part times one group's ``generate`` of 1 new token with ``share_prompt_prefill`` off and on.
 The load average is printed next to the figures (the machine may be shared; read the ratios).
 """
@@ -31,8 +33,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-VARIANTS = {"dynamic": dict(kv_cache="dynamic"), "static": dict(kv_cache="static"),
-            "static+fused": dict(kv_cache="static", sampler="fused")}
+VARIANTS = {"dynamic": dict(kv_cache="dynamic", decode_linear="standard"),
+            "static": dict(kv_cache="static", decode_linear="standard"),
+            "static+fused": dict(kv_cache="static", sampler="fused", decode_linear="standard"),
+            "static+weight_major": dict(kv_cache="static", decode_linear="weight_major")}
 
 
 def read_bandwidth_gbs(gib: float = 1.0, repeats: int = 5) -> float:
@@ -123,7 +127,7 @@ def main(argv: list[str] | None = None) -> int:
                     "load_average": load, "cpus": os.cpu_count(), "torch": torch.__version__, "batches": {}}
     print(f"read bandwidth {bandwidth:.1f} GB/s; fp32 weights {weight_bytes / 1e9:.3f} GB; load average "
           f"{load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
-    print(f"{'batch':>5} {'floor ms':>9} " + " ".join(f"{name:>14}" for name in engines) + "   static/dynamic  fused/static")
+    print(f"{'batch':>5} {'floor ms':>9} " + " ".join(f"{name:>14}" for name in engines) + "   static/dynamic  fused/static  weight-major/static")
     for b in batches:
         context = prompt_tokens[b] + args.new_tokens / 2
         floor_ms = (weight_bytes + per_token * context * b) / (bandwidth * 1e9) * 1e3
@@ -131,10 +135,12 @@ def main(argv: list[str] | None = None) -> int:
         row = {"floor_ms": floor_ms, "mean_context_tokens": context, "ms_per_step": medians, "samples": {
             name: samples[(b, name)] for name in engines}, "over_floor": {n: m / floor_ms for n, m in medians.items()},
             "speedup_static_over_dynamic": medians["dynamic"] / medians["static"],
-            "speedup_fused_over_static": medians["static"] / medians["static+fused"]}
+            "speedup_fused_over_static": medians["static"] / medians["static+fused"],
+            "speedup_weight_major_over_static": medians["static"] / medians["static+weight_major"]}
         record["batches"][str(b)] = row
         print(f"{b:>5} {floor_ms:>9.1f} " + " ".join(f"{medians[n]:>8.1f} ({medians[n] / floor_ms:.1f}x)" for n in engines)
-              + f"   {row['speedup_static_over_dynamic']:>13.2f}x  {row['speedup_fused_over_static']:>11.2f}x")
+              + f"   {row['speedup_static_over_dynamic']:>13.2f}x  {row['speedup_fused_over_static']:>11.2f}x"
+              + f"  {row['speedup_weight_major_over_static']:>18.2f}x")
 
     record["prefill"] = prefill_sharing(model, tok, policy.device, args.group, args.repeats)
     out = Path(args.out)

@@ -1,6 +1,6 @@
 """The HF engine's speed switches (static KV cache, shared prefill of identical prompts, per-prompt prefill,
-fused sampler)
-change no output: greedy tokens equal the plain path's, and sampled log-probs equal the trainer's
+fused sampler, weight-major decode linears, which every switch set below runs through ``decode_linear=auto``
+on CPU) change no output: greedy tokens equal the plain path's, and sampled log-probs equal the trainer's
 recomputation far inside the log-prob check's threshold."""
 
 from __future__ import annotations
@@ -20,7 +20,8 @@ from seedbench.training.logprob_check import DEFAULT_THRESHOLD, check_engine
 SWITCHES = [dict(kv_cache=kv, share_prompt_prefill=share, sampler=sampler, prefill=prefill)
             for kv, share, sampler, prefill in itertools.product(("dynamic", "static"), (False, True),
                                                                   ("generate", "fused"), ("padded", "per_prompt"))]
-PLAIN = dict(kv_cache="dynamic", share_prompt_prefill=False, sampler="generate", prefill="padded")
+PLAIN = dict(kv_cache="dynamic", share_prompt_prefill=False, sampler="generate", prefill="padded",
+             decode_linear="standard")
 TEXTS = ["go left now", "push the box up and then go right", "your task is to push the box"]
 
 

@@ -83,7 +83,7 @@ def vllm_options(config: Any) -> dict[str, Any]:
 def hf_options(config: Any) -> dict[str, Any]:
     """The HF engine's switches from ``config.hf`` (a `HFEngineConfig` or mapping); absent = the defaults."""
     values = _section_values(config, "hf")
-    return {key: values[key] for key in ("kv_cache", "share_prompt_prefill", "sampler", "prefill") if key in values}
+    return {key: values[key] for key in ("kv_cache", "share_prompt_prefill", "sampler", "prefill", "decode_linear") if key in values}
 
 
 def close_engine(engine: Any) -> None:

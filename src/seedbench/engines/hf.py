@@ -34,9 +34,11 @@ within the log-prob check's threshold (tests/test_generation_paths.py):
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any
 
 from seedbench.engines.base import Generation, SamplingParams, eos_ids, response_length
+from seedbench.engines.few_row_linear import weight_major_linears
 from seedbench.models.vision import is_vision_model, placeholder_ids, vision_inputs
 from seedbench.models.weights import frozen_copy, merged_weights
 
@@ -44,6 +46,7 @@ from seedbench.models.weights import frozen_copy, merged_weights
 KV_CACHES = ("dynamic", "static")
 SAMPLERS = ("generate", "fused")
 PREFILLS = ("auto", "padded", "per_prompt")
+DECODE_LINEARS = ("auto", "standard", "weight_major")
 PER_PROMPT_MIN_WIDTH = 1024  # ``prefill="auto"``: prompts at least this long are prefilled one by one on CPU
 
 
@@ -54,10 +57,11 @@ class HFEngine:
 
     def __init__(self, model: Any, tokenizer: Any, device: Any, batch_size: int = 32, dtype: Any = None, *,
                  kv_cache: str = "static", share_prompt_prefill: bool = True, sampler: str = "generate",
-                 prefill: str = "auto"):
-        if kv_cache not in KV_CACHES or sampler not in SAMPLERS or prefill not in PREFILLS:
+                 prefill: str = "auto", decode_linear: str = "auto"):
+        if (kv_cache not in KV_CACHES or sampler not in SAMPLERS or prefill not in PREFILLS
+                or decode_linear not in DECODE_LINEARS):
             raise ValueError(f"HFEngine: kv_cache must be one of {KV_CACHES}, sampler one of {SAMPLERS}, "
-                             f"prefill one of {PREFILLS}")
+                             f"prefill one of {PREFILLS}, decode_linear one of {DECODE_LINEARS}")
         self.source = model
         self.tokenizer = tokenizer
         self.device = device
@@ -66,6 +70,7 @@ class HFEngine:
         self.share_prompt_prefill = share_prompt_prefill
         self.sampler = sampler
         self.prefill = prefill
+        self.decode_linear = decode_linear
         model_dtype = next(model.parameters()).dtype
         if dtype is not None and dtype != model_dtype:
             self.model = frozen_copy(model, dtype)
@@ -92,6 +97,13 @@ class HFEngine:
         if self.prefill != "auto":
             return self.prefill == "per_prompt"
         return _device_type(self.device) == "cpu" and width >= PER_PROMPT_MIN_WIDTH
+
+    def weight_major_decode(self) -> bool:
+        """Whether decode steps compute their linear layers weight-major (``decode_linear``; ``auto``: on
+        CPU, where the few-row ``x @ Wᵀ`` is slow; GPU BLAS libraries handle both forms alike)."""
+        if self.decode_linear != "auto":
+            return self.decode_linear == "weight_major"
+        return _device_type(self.device) == "cpu"
 
     def generate(self, prompts: list[list[int]], params: SamplingParams) -> list[Generation]:
         # Sort by length so each batch pads little (and by ids, so identical prompts sit together and can
@@ -147,7 +159,8 @@ class HFEngine:
                 if cache is not None:
                     kwargs.pop("cache_implementation", None)
                     kwargs[cache_argument(self.model)] = cache
-            out = self.model.generate(input_ids=input_ids, attention_mask=attention, **kwargs)
+            with weight_major_linears(self.model) if self.weight_major_decode() else contextlib.nullcontext():
+                out = self.model.generate(input_ids=input_ids, attention_mask=attention, **kwargs)
         if was_training:
             self.model.train()
         sequences = out.sequences[:, width:]
