@@ -2,7 +2,8 @@
 prefill of a GRPO group with and without sharing identical prompts.
 
     python benchmarks/decode_floor.py [--model smollm2-135m] [--batches 1,4,16] [--group 4]
-                                      [--new-tokens 16] [--repeats 2] [--out benchmarks/results/decode_floor.json]
+                                      [--new-tokens 16] [--repeats 2] [--context N]
+                                      [--out benchmarks/results/decode_floor.json]
 
 A decode step reads every weight once and every row's KV cache once, so its time cannot fall below
 ``(fp32 weight bytes + KV cache bytes) / memory read bandwidth``; the bandwidth is measured here (a sum
@@ -12,6 +13,8 @@ forward calls of the model after the prefill (a forward pre-hook stamps them), m
 all rounds, which keeps a load spike from another process out of the figure. The batch is made of
 GRPO groups (``--group`` copies of each distinct Sokoban prompt), so the engine's shared prefill keeps
 the prefill short; each row still has its own KV cache, so the decode is that of the full batch.
+``--context N`` tiles each prompt to its last N tokens, for the context of a SEED analysis (a whole episode:
+~1,900 tokens for 15 Sokoban steps).
 
 Variants, interleaved in one run (A, B, C, A, B, C, ...; medians): ``dynamic`` (transformers' default
 cache), ``static`` (`HFEngine(kv_cache="static")`), ``static+fused`` (also ``sampler="fused"``), these three
@@ -67,6 +70,12 @@ def grouped_prompts(tokenizer, batch: int, group: int) -> list[list[int]]:
     return [distinct[i // group] for i in range(batch)]
 
 
+def tiled(prompt: list[int], tokens: int) -> list[int]:
+    """The last `tokens` tokens of `prompt` repeated end to end (`prompt` itself when `tokens` is 0), so a
+    long context still ends with the chat template's assistant header."""
+    return (prompt * -(-tokens // len(prompt)))[-tokens:] if tokens else prompt
+
+
 def run(engine, prompts, new_tokens: int) -> tuple[float, list[float]]:
     """Seconds of one `generate` call and the seconds of each of its decode steps: the gaps between
     successive forward calls of the model (a step = forward, sampling, recording, stopping check), the
@@ -93,6 +102,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--group", type=int, default=4, help="copies of each distinct prompt (a GRPO group)")
     parser.add_argument("--new-tokens", type=int, default=16)
     parser.add_argument("--repeats", type=int, default=2)
+    parser.add_argument("--context", type=int, default=0, help="tile each prompt to this many tokens (0: as is)")
     parser.add_argument("--out", default="benchmarks/results/decode_floor.json")
     args = parser.parse_args(argv)
     from seedbench import threads
@@ -117,12 +127,12 @@ def main(argv: list[str] | None = None) -> int:
     prompt_tokens: dict = {}
     for _ in range(args.repeats):
         for b in batches:
-            prompts = grouped_prompts(tok, b, args.group)
+            prompts = [tiled(p, args.context) for p in grouped_prompts(tok, b, args.group)]
             prompt_tokens[b] = sum(map(len, prompts)) / b
             for name, engine in engines.items():
                 samples[(b, name)] += [x * 1e3 for x in run(engine, prompts, args.new_tokens)[1]]
     load = os.getloadavg()
-    record: dict = {"benchmark": "decode_floor", "model": args.model, "dtype": "fp32", "device": str(policy.device),
+    record: dict = {"benchmark": "decode_floor", "model": args.model, "context": args.context, "dtype": "fp32", "device": str(policy.device),
                     "read_bandwidth_gb_s": bandwidth, "weight_bytes": weight_bytes, "kv_bytes_per_token": per_token,
                     "load_average": load, "cpus": os.cpu_count(), "torch": torch.__version__, "batches": {}}
     print(f"read bandwidth {bandwidth:.1f} GB/s; fp32 weights {weight_bytes / 1e9:.3f} GB; load average "

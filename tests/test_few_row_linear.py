@@ -17,7 +17,7 @@ def _model():
     return torch.nn.Sequential(torch.nn.Linear(48, 96), torch.nn.Linear(96, 32, bias=False))
 
 
-@pytest.mark.parametrize("shape", [(1, 48), (2, 48), (4, 1, 48), (2, 8, 48), (17, 48), (3, 0, 48)])
+@pytest.mark.parametrize("shape", [(1, 48), (2, 48), (4, 1, 48), (2, 2, 48), (2, 8, 48), (3, 0, 48)])
 def test_outputs_equal_f_linear(shape):
     model = _model()
     x = torch.randn(*shape)
@@ -52,6 +52,7 @@ def test_the_model_is_restored_also_after_an_error():
     hooked = torch.nn.Linear(8, 8)
     hooked.forward = lambda x: x  # another library's replacement: left alone
     model.append(hooked)
+    model.append(torch.nn.Linear(8, 8).to(torch.bfloat16))  # bf16 goes through oneDNN, where F.linear is faster
     with pytest.raises(RuntimeError, match="boom"):
         with weight_major_linears(model) as switched:
             assert switched == 2 and "forward" in vars(model[0])
@@ -77,3 +78,25 @@ def test_the_run_config_switch_reaches_the_engine():
 
     assert hf_options(build_config(overrides={"hf": {"decode_linear": "standard"}}))["decode_linear"] == "standard"
     assert hf_options(build_config())["decode_linear"] == "auto"
+
+
+def test_engine_decode_equals_the_standard_path_and_leaves_f_linear(monkeypatch):
+    """Three prompts: every decode step is a 3-row product, taken weight-major; greedy tokens and
+    log-probs equal `F.linear`'s path."""
+    from seedbench.engines.base import SamplingParams
+    from seedbench.rollout.prompting import render_prompt
+
+    tok = tiny_tokenizer()
+    model = tiny_model(tok, seed=0)
+    prompts = [render_prompt(tok, text) for text in ("go left now", "push the box up", "your task")]
+    params = SamplingParams(max_new_tokens=8, greedy=True, stop=[])
+    standard = HFEngine(model, tok, torch.device("cpu"), decode_linear="standard").generate(prompts, params)
+    rows = []
+    real = F.linear
+    monkeypatch.setattr(F, "linear", lambda x, w, b=None: rows.append(x.numel() // x.shape[-1]) or real(x, w, b))
+    fast = HFEngine(model, tok, torch.device("cpu"), decode_linear="weight_major").generate(prompts, params)
+    assert rows and all(r == 1 or r > MAX_ROWS for r in rows)  # prefill rows only: decode steps left F.linear
+    assert [g.token_ids for g in fast] == [g.token_ids for g in standard]
+    assert all(len(g.token_ids) == 8 for g in fast)
+    for a, b in zip(fast, standard):
+        assert max(abs(x - y) for x, y in zip(a.logprobs, b.logprobs)) < 1e-5

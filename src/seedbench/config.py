@@ -233,9 +233,10 @@ class HFEngineConfig:
     """``fused`` draws each token from the log-softmax the log-prob recorder computes anyway (same
     distribution, another random stream; top-p < 1 falls back to ``generate``'s own sampler)."""
     decode_linear: Literal["auto", "standard", "weight_major"] = "auto"
-    """``weight_major`` computes a decode step's linear layers (2-16 rows) as ``(W @ xᵀ)ᵀ``: on CPU the usual
-    few-row ``x @ Wᵀ`` reads the weights at a fraction of the memory bandwidth; ``auto`` = ``weight_major`` on
-    CPU, ``standard`` (``F.linear``) elsewhere. Same products up to float rounding."""
+    """``weight_major`` computes a decode step's fp32 linear layers (2-4 rows) as ``(W @ xᵀ)ᵀ``: on CPU the
+    usual few-row ``x @ Wᵀ`` reads the weights at a fraction of the memory bandwidth (bf16 layers keep
+    ``F.linear``, faster there); ``auto`` = ``weight_major`` on CPU, ``standard`` (``F.linear``) elsewhere.
+    Same products up to float rounding."""
 
 
 @dataclass

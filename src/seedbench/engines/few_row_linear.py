@@ -1,15 +1,14 @@
-"""Linear layers of a decode step computed weight-major on CPU: ``(W @ xᵀ)ᵀ`` instead of ``x @ Wᵀ``.
+"""Linear layers of a decode step computed weight-major on CPU in fp32: ``(W @ xᵀ)ᵀ`` instead of ``x @ Wᵀ``.
 
 A decode step multiplies a few rows (one per sequence of the batch) by every weight matrix of the model,
-so its time is the time to read the weights. On CPU, `F.linear` hands MKL the product ``x @ Wᵀ``, whose
+so its time is the time to read the weights. On CPU, `F.linear` hands MKL the fp32 product ``x @ Wᵀ``, whose
 few-row form reads the weight matrix at a fraction of the machine's bandwidth; the same product written
-``(W @ xᵀ)ᵀ`` streams the weight matrix as the left operand. Measured on the CI machine's CPU (SmolLM2-135M
-shapes, 4 rows, weights not in cache): the MLP's 1536×576 matrices 0.60 → 0.26 ms, the 49k-vocabulary
-projection 16.6 → 4.6 ms (docs/performance.md, "Weight-major decode"). Same products, another summation
-order: results agree to float rounding (the log-prob check's threshold is orders of magnitude above it).
-
-Inputs of one row (`F.linear`'s own vector path is as fast) and of more than `MAX_ROWS` rows (a prefill, a
-training pass: the usual form is faster there) keep `F.linear`.
+``(W @ xᵀ)ᵀ`` streams the weight matrix as the left operand. Measured on an AMD EPYC (Zen 4, 2 cores;
+SmolLM2-135M shapes, weights not in cache; docs/performance.md, "Weight-major decode"): at 2-4 rows the
+49k-vocabulary projection 17-23 → 4-6 ms, the MLP's 1536×576 matrices 1.4-2.7× faster; at 8-16 rows the
+smaller matrices come out slower, so only up to `MAX_ROWS` rows switch. bf16 products go through oneDNN,
+where the weight-major form measured 0.5-0.95×: bf16 layers keep `F.linear`. Same products, another
+summation order: results agree to float rounding (far below the log-prob check's threshold).
 """
 
 from __future__ import annotations
@@ -17,12 +16,12 @@ from __future__ import annotations
 import contextlib
 from typing import Any, Iterator
 
-MAX_ROWS = 16  # more rows than this: F.linear (measured: no gain at 16 rows, a loss at 64)
+MAX_ROWS = 4  # more rows than this: F.linear (at 8 and 16 rows the smaller matrices measured slower)
 
 
 @contextlib.contextmanager
 def weight_major_linears(model: Any, max_rows: int = MAX_ROWS) -> Iterator[int]:
-    """Within the block, every plain `nn.Linear` of `model` computes inputs of 2..`max_rows` rows
+    """Within the block, every plain fp32 `nn.Linear` of `model` computes inputs of 2..`max_rows` rows
     weight-major; yields how many layers were switched. The model is restored on exit, also on error.
     Subclasses of `nn.Linear` and layers whose ``forward`` was already replaced (hooks of other libraries)
     are left alone."""
@@ -30,7 +29,8 @@ def weight_major_linears(model: Any, max_rows: int = MAX_ROWS) -> Iterator[int]:
 
     switched = []
     for module in model.modules():
-        if type(module) is torch.nn.Linear and "forward" not in vars(module):
+        if (type(module) is torch.nn.Linear and module.weight.dtype == torch.float32
+                and "forward" not in vars(module)):
             module.forward = _weight_major_forward(module, max_rows)
             switched.append(module)
     try:
