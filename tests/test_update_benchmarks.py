@@ -65,3 +65,14 @@ def test_prefill_speed_generates_each_recorded_step_both_ways(tmp_path, capsys):
     assert result["outputs_equal"] is True and result["max_new_tokens"] == 3
     assert all(len(v) == 2 and min(v) > 0 for v in result["seconds"].values())
     assert "outputs equal: True" in capsys.readouterr().out
+
+
+def test_few_row_linear_times_both_forms_of_the_same_product(tmp_path, capsys):
+    bench = _load("few_row_linear")
+    out = tmp_path / "few.json"
+    assert bench.main(["--matrices", "k_v,q_o", "--rows", "2,4", "--dtypes", "float32", "--repeats", "1",
+                       "--out", str(out)]) == 0
+    results = json.loads(out.read_text())["results"]
+    assert [(r["matrix"], r["rows"]) for r in results] == [("k_v", 2), ("k_v", 4), ("q_o", 2), ("q_o", 4)]
+    assert all(r["x_wt_ms"] > 0 and r["w_xt_ms"] > 0 and r["max_relative_difference"] < 1e-5 for r in results)
+    assert "(W@x^T)^T" in capsys.readouterr().out
