@@ -4,10 +4,10 @@ A decode step multiplies a few rows (one per sequence of the batch) by every wei
 so its time is the time to read the weights. On CPU, `F.linear` hands MKL the fp32 product ``x @ Wᵀ``, whose
 few-row form reads the weight matrix at a fraction of the machine's bandwidth; the same product written
 ``(W @ xᵀ)ᵀ`` streams the weight matrix as the left operand. Measured on an AMD EPYC (Zen 4, 2 cores;
-SmolLM2-135M shapes, weights not in cache; docs/performance.md, "Weight-major decode"): at 2-4 rows the
-49k-vocabulary projection 17-23 → 4-6 ms, the MLP's 1536×576 matrices 1.4-2.7× faster; at 8-16 rows the
-smaller matrices come out slower, so only up to `MAX_ROWS` rows switch. bf16 products go through oneDNN,
-where the weight-major form measured 0.5-0.95×: bf16 layers keep `F.linear`. Same products, another
+SmolLM2-135M shapes, weights not in cache; benchmarks/few_row_linear.py, docs/performance.md "Weight-major
+decode"): at 2-4 rows the 49k-vocabulary projection 18-24 → 6-8 ms, the MLP's 1536×576 matrices 1.4-2.5×
+faster; at 8-16 rows the smaller matrices come out slower, so only up to `MAX_ROWS` rows switch. bf16
+products go through oneDNN, where the weight-major form measured 0.57-1.09×: bf16 layers keep `F.linear`. Same products, another
 summation order: results agree to float rounding (far below the log-prob check's threshold).
 """
 
