@@ -22,7 +22,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from update_speed import make_trainer, record_batch, replay_parser, write_result
+from update_speed import batch_path, make_trainer, record_batch, replay_parser, write_result
 
 VARIANTS = ("padded", "per_prompt")  # hf.prefill
 
@@ -70,11 +70,10 @@ def prefill_seconds(engine, prompts: list, max_new_tokens: int) -> float:
 
 def main(argv=None) -> int:
     args = parse_args(argv)
-    from seedbench.paths import cache_dir
 
     seed = make_trainer(args, "seed", Path(tempfile.mkdtemp(prefix="analysis_speed_")))
-    batch_path = Path(args.batch) if args.batch else cache_dir("benchmarks") / f"update_batch_{args.model}.pkl"
-    trajectories, rewards = record_batch(seed, batch_path)
+    recorded = batch_path(args)
+    trajectories, rewards = record_batch(seed, recorded)
     engine = seed.agent._analysis_engine or seed.context.engine
     prompts = analysis_prompts(seed, engine, trajectories, rewards)
     times: dict[str, list[float]] = {name: [] for name in VARIANTS}
@@ -93,7 +92,7 @@ def main(argv=None) -> int:
                   f"(load {os.getloadavg()[0]:.1f})", flush=True)
     median = {name: statistics.median(values) for name, values in times.items()}
     median_prefill = {name: statistics.median(values) for name, values in prefill.items()}
-    result = {"model": args.model, "batch": str(batch_path), "trajectories": len(trajectories),
+    result = {"model": args.model, "batch": str(recorded), "trajectories": len(trajectories),
               "max_new_tokens": seed.agent.config.analysis_max_new_tokens, "kv_cache": engine.kv_cache,
               "prompt_tokens": [len(p) for p in prompts], "seconds": times, "median_s": median,
               "speedup": median["padded"] / median["per_prompt"], "prefill_seconds": prefill,

@@ -132,12 +132,14 @@ def main(argv: list[str] | None = None) -> int:
             for name, engine in engines.items():
                 samples[(b, name)] += [x * 1e3 for x in run(engine, prompts, args.new_tokens)[1]]
     load = os.getloadavg()
-    record: dict = {"benchmark": "decode_floor", "model": args.model, "context": args.context, "dtype": "fp32", "device": str(policy.device),
+    record: dict = {"benchmark": "decode_floor", "model": args.model, "context": args.context, "dtype": "fp32",
+                    "device": str(policy.device),
                     "read_bandwidth_gb_s": bandwidth, "weight_bytes": weight_bytes, "kv_bytes_per_token": per_token,
                     "load_average": load, "cpus": os.cpu_count(), "torch": torch.__version__, "batches": {}}
     print(f"read bandwidth {bandwidth:.1f} GB/s; fp32 weights {weight_bytes / 1e9:.3f} GB; load average "
           f"{load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
-    print(f"{'batch':>5} {'floor ms':>9} " + " ".join(f"{name:>14}" for name in engines) + "   static/dynamic  fused/static  weight-major/static")
+    print(f"{'batch':>5} {'floor ms':>9} " + " ".join(f"{name:>14}" for name in engines)
+          + "   static/dynamic  fused/static  weight-major/static")
     for b in batches:
         context = prompt_tokens[b] + args.new_tokens / 2
         floor_ms = (weight_bytes + per_token * context * b) / (bandwidth * 1e9) * 1e3

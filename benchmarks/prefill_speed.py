@@ -18,7 +18,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from update_speed import make_trainer, record_batch, replay_parser, write_result
+from update_speed import batch_path, make_trainer, record_batch, replay_parser, write_result
 
 VARIANTS = ("padded", "per_prompt")  # hf.prefill
 
@@ -30,11 +30,10 @@ def parse_args(argv=None):
 def main(argv=None) -> int:
     args = parse_args(argv)
     from seedbench.engines.base import SamplingParams
-    from seedbench.paths import cache_dir
 
     trainer = make_trainer(args, "grpo", Path(tempfile.mkdtemp(prefix="prefill_speed_")))
-    batch_path = Path(args.batch) if args.batch else cache_dir("benchmarks") / f"update_batch_{args.model}.pkl"
-    trajectories, _ = record_batch(trainer, batch_path)
+    recorded = batch_path(args)
+    trajectories, _ = record_batch(trainer, recorded)
     steps = [[t.steps[k].prompt_ids for t in trajectories if len(t.steps) > k]
              for k in range(max(len(t.steps) for t in trajectories))]
     params = SamplingParams(max_new_tokens=trainer.config.rollout.max_new_tokens, greedy=True, stop=[])
@@ -51,7 +50,7 @@ def main(argv=None) -> int:
             outputs.setdefault(name, generated)
             print(f"  {name:<11} {times[name][-1]:7.1f} s  (load {os.getloadavg()[0]:.1f})", flush=True)
     median = {name: statistics.median(values) for name, values in times.items()}
-    result = {"model": args.model, "batch": str(batch_path), "max_new_tokens": params.max_new_tokens,
+    result = {"model": args.model, "batch": str(recorded), "max_new_tokens": params.max_new_tokens,
               "prompt_tokens": [[len(p) for p in prompts] for prompts in steps], "seconds": times,
               "median_s": median, "per_prompt_speedup": median["padded"] / median["per_prompt"],
               "outputs_equal": outputs["padded"] == outputs["per_prompt"],

@@ -115,14 +115,11 @@ def main(argv=None) -> int:
     import torch
     import update_speed
 
-    from seedbench.paths import cache_dir
-
     config = ["--config", args.config] if args.config is not None else []
     bench_args = update_speed.parse_args(["--model", args.model, *config, "--set", *args.set])
     out = Path(tempfile.mkdtemp(prefix="trl_update_"))
     trainer = update_speed.make_trainer(bench_args, "grpo", out)
-    batch_path = Path(args.batch) if args.batch else cache_dir("benchmarks") / f"update_batch_{args.model}.pkl"
-    trajectories, rewards = update_speed.record_batch(trainer, batch_path)
+    trajectories, rewards = update_speed.record_batch(trainer, update_speed.batch_path(args))
     prepared = trainer.agent.prepare(trajectories, rewards, 1)
     update_speed.active_advantages(prepared)
     samples = prepared.samples[: args.samples or len(prepared.samples)]

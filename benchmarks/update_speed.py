@@ -92,6 +92,13 @@ def make_trainer(args, agent: str, out: Path):
     return Trainer(build_config(args.config, overrides))
 
 
+def batch_path(args) -> Path:
+    """Where the replayed rollout is kept: `--batch`, else the benchmark cache's file for `--model`."""
+    from seedbench.paths import cache_dir
+
+    return Path(args.batch) if args.batch else cache_dir("benchmarks") / f"update_batch_{args.model}.pkl"
+
+
 def record_batch(trainer, path: Path):
     """One quick-start rollout → (trajectories, rewards), pickled to `path` (or loaded from it)."""
     if path.is_file():
@@ -180,12 +187,10 @@ def main(argv=None) -> int:
     args = parse_args(argv)
     import torch
 
-    from seedbench.paths import cache_dir
-
     out = Path(tempfile.mkdtemp(prefix="update_speed_"))
     trainer = make_trainer(args, "grpo", out)
-    batch_path = Path(args.batch) if args.batch else cache_dir("benchmarks") / f"update_batch_{args.model}.pkl"
-    trajectories, rewards = record_batch(trainer, batch_path)
+    recorded = batch_path(args)
+    trajectories, rewards = record_batch(trainer, recorded)
     prepared = trainer.agent.prepare(trajectories, rewards, 1)
     forced = active_advantages(prepared)
     samples = prepared.samples
@@ -194,7 +199,7 @@ def main(argv=None) -> int:
              "advantages_forced": forced, "micro_batch_size": trainer.config.optim.micro_batch_size,
              "mini_batch_size": trainer.config.optim.mini_batch_size, "threads": torch.get_num_threads()}
     print(f"batch: {shape['samples']} step samples, {shape['prompt_tokens_mean']:.0f} prompt + "
-          f"{shape['response_tokens_mean']:.1f} response tokens on average ({batch_path})", flush=True)
+          f"{shape['response_tokens_mean']:.1f} response tokens on average ({recorded})", flush=True)
     initial = {k: v.detach().clone() for k, v in trainer.policy.model.state_dict().items()}
     variants = {**VARIANTS, **(SINGLES if args.singles else {})}
     times: dict[str, list[float]] = {name: [] for name in variants}
