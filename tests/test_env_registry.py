@@ -132,3 +132,17 @@ def test_unknown_env_lists_the_valid_choices():
     for alias in env_entries():
         assert alias in message
     assert isinstance(err.value, ValueError)
+
+
+def test_text_space_holds_non_ascii_observations():
+    """Search-QA's countries include names outside ASCII (e.g. seed 18 of search-countries): the space
+    used by check_env must contain them, and still reject non-strings and over-long text."""
+    from seedbench.envs.text_env import text_space
+    from seedbench.registry import make_env
+
+    space = text_space(max_length=20)
+    assert "Curaçao, Ștefan" in space and 3 not in space and "x" * 21 not in space
+    env = make_env("search-countries")
+    obs, _ = env.reset(seed=18)
+    assert any(ord(c) > 126 for c in obs) and obs in env.observation_space
+    env.close()

@@ -45,9 +45,18 @@ MAX_TEXT_LENGTH = 8192
 TEXT_CHARSET = "".join(chr(c) for c in range(32, 127)) + "\n\t"
 
 
+class UnicodeText(spaces.Text):
+    """A Text space that contains any string up to its length bound. Observations quote real-world text
+    (Search-QA's country names: Curaçao, São Tomé, Ștefan; product titles), which no finite charset lists;
+    `sample` still draws from `TEXT_CHARSET`."""
+
+    def contains(self, x: Any) -> bool:
+        return isinstance(x, str) and self.min_length <= len(x) <= self.max_length
+
+
 def text_space(max_length: int = MAX_TEXT_LENGTH) -> spaces.Text:
     """A Gymnasium Text space wide enough for env observations and model outputs."""
-    return spaces.Text(max_length=max_length, min_length=0, charset=TEXT_CHARSET)
+    return UnicodeText(max_length=max_length, min_length=0, charset=TEXT_CHARSET)
 
 
 class TextEnv(gym.Env):
