@@ -10,9 +10,8 @@ the shape of Search-R1's ``POST /retrieve`` response with ``return_scores: true`
   unchanged. A server that cannot be reached raises `RetrieverUnavailable`, which the env batch turns
   into a dropped, counted episode instead of a crashed run.
 
-`serve` (``seedbench serve-retriever``) puts a `BM25Retriever` behind the same HTTP API with the
-standard library's ``http.server``: request ``{"queries": [...], "topk": k, "return_scores": bool}``,
-response ``{"result": [[doc, ...], ...]}`` or, with scores, ``[[{"document": doc, "score": s}, ...]]``.
+`seedbench.envs.search.server` (``seedbench serve-retriever``) puts a `BM25Retriever` behind the same
+HTTP API.
 """
 
 from __future__ import annotations
@@ -21,7 +20,6 @@ import json
 import threading
 import urllib.error
 import urllib.request
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Protocol
 
 from seedbench.envs.batch import EnvUnavailable
@@ -92,50 +90,3 @@ class HttpRetriever:
             raise RetrieverUnavailable(f"retrieval server {self.url} failed: {type(err).__name__}: {err}") from err
         # A server asked for scores returns {"document", "score"} items; accept bare documents too.
         return [[hit if "document" in hit else {"document": hit, "score": 0.0} for hit in hits] for hits in result]
-
-
-def make_handler(retriever: Retriever, default_topk: int):
-    class RetrieveHandler(BaseHTTPRequestHandler):
-        def do_POST(self):  # noqa: N802 - http.server's naming
-            if self.path.rstrip("/") != "/retrieve":
-                return self._reply(404, {"detail": "only POST /retrieve"})
-            try:
-                request = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))))
-                queries = [str(q) for q in request["queries"]]
-            except (ValueError, KeyError, TypeError):
-                return self._reply(422, {"detail": 'expected JSON {"queries": [...], "topk": k, "return_scores": bool}'})
-            hits = retriever.search(queries, int(request.get("topk") or default_topk))
-            if not request.get("return_scores", False):
-                hits = [[hit["document"] for hit in row] for row in hits]
-            self._reply(200, {"result": hits})
-
-        def _reply(self, status: int, payload: dict):
-            data = json.dumps(payload).encode()
-            self.send_response(status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
-
-        def log_message(self, *args):  # one line per request is noise at thousands of requests
-            pass
-
-    return RetrieveHandler
-
-
-def make_server(retriever: Retriever, host: str = "127.0.0.1", port: int = 8000, topk: int = 3) -> ThreadingHTTPServer:
-    """An unstarted server (``port=0`` picks a free port: ``server.server_address[1]``)."""
-    return ThreadingHTTPServer((host, port), make_handler(retriever, topk))
-
-
-def serve(retriever: Retriever, host: str = "127.0.0.1", port: int = 8000, topk: int = 3) -> None:
-    """Serve until interrupted."""
-    server = make_server(retriever, host, port, topk)
-    print(f"seedbench retriever: POST http://{host}:{server.server_address[1]}/retrieve "
-          f"({len(getattr(retriever, 'corpus', []))} passages, default topk {topk})", flush=True)
-    try:
-        server.serve_forever()
-    except KeyboardInterrupt:
-        pass
-    finally:
-        server.server_close()
