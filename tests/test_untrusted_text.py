@@ -110,3 +110,33 @@ def test_leaderboard_pages_show_submission_strings_literally(boards, tmp_path):
     assert "[code](https://example.org/a%28b%29)" in readme
     page = (boards / "index.html").read_text()
     assert "<img src=x" not in page and "&lt;img src=x onerror=alert(1)&gt;|cell # heading" in page
+
+
+def test_report_md_shows_run_strings_literally(tmp_path):
+    import re
+
+    from seedbench.report import build_report, synthetic
+
+    env, task_type, model = "env<script>alert(1)</script>|x", "pick<b>|\n# t", "m`<i>`"
+    for agent in ("grpo", "seed"):
+        for seed in (0, 1):
+            run = synthetic.write_run(tmp_path / "runs" / f"{agent}{seed}", env=env, agent=agent, seed=seed,
+                                      iterations=2, model=model, task_types=(task_type, "look"))
+            if agent == "seed":  # a skill that would be HTML and a list inside the quote
+                lines = (run / "skills.jsonl").read_text().splitlines()
+                lines = [json.dumps({**json.loads(line), "skill": "<img src=x onerror=alert(1)>\n- step"})
+                         for line in lines]
+                (run / "skills.jsonl").write_text("\n".join(lines) + "\n")
+    files = build_report([tmp_path / "runs"], tmp_path / "report", plots=False, n_resamples=200)
+    md = files.markdown.read_text()
+    assert not re.search(r"<(script|img|b|i)\b", md), [line for line in md.splitlines() if "<" in line][:3]
+    assert "env&lt;script&gt;alert(1)&lt;/script&gt;&#124;x" in md and "> &lt;img src=x" in md
+    lines = md.splitlines()
+    tables = re.findall(r"(?m)((?:^\|.*\n)+)", md)
+    assert len(tables) > 5
+    for table in tables:  # no string from a run split a cell: every row has its header's column count
+        counts = {row.replace("\\|", "").count("|") for row in table.splitlines()}
+        assert len(counts) == 1, table
+    assert not any(line.startswith("# t") for line in lines)
+    page = files.html.read_text()
+    assert not re.search(r"<(script|img|b|i)\b", page.split("<style>")[0] + page.split("</style>")[1])
