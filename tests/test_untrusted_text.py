@@ -140,3 +140,13 @@ def test_report_md_shows_run_strings_literally(tmp_path):
     assert not any(line.startswith("# t") for line in lines)
     page = files.html.read_text()
     assert not re.search(r"<(script|img|b|i)\b", page.split("<style>")[0] + page.split("</style>")[1])
+
+
+def test_run_files_nested_too_deep_read_as_corrupt(tmp_path):
+    from seedbench.jsonio import read_json, read_jsonl
+
+    deep = "[" * 100_000 + "]" * 100_000
+    (tmp_path / "summary.json").write_text('{"a": ' + deep + "}")
+    (tmp_path / "metrics.jsonl").write_text(deep + '\n{"iteration": 1}\n')
+    assert read_json(tmp_path / "summary.json") == {}
+    assert list(read_jsonl(tmp_path / "metrics.jsonl")) == [{"iteration": 1}]
