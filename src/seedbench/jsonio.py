@@ -3,8 +3,8 @@
 Run directories, skill libraries and reports all read files that a killed process may have left with a
 torn last line (or a half-written summary). There is one copy of each rule here: an append is one
 `write` of a whole line on an O_APPEND file, flushed and fsynced, so at most the last line is torn; a
-reader skips a torn, corrupt or non-object line instead of failing; a JSON document is replaced
-atomically, and a reader of one gets ``{}`` when it is missing or unreadable.
+reader skips a torn, corrupt, too deeply nested or non-object line instead of failing; a JSON document is
+replaced atomically, and a reader of one gets ``{}`` when it is missing or unreadable.
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ def read_jsonl(path: str | Path) -> Iterator[dict[str, Any]]:
                 continue
             try:
                 record = json.loads(line)
-            except json.JSONDecodeError:
+            except (ValueError, RecursionError):  # torn, corrupt, or nested too deep to decode
                 continue
             if isinstance(record, dict):
                 yield record
@@ -48,7 +48,7 @@ def read_json(path: str | Path) -> dict[str, Any]:
     """A JSON object from `path`, or ``{}`` when the file is missing, unreadable or not an object."""
     try:
         data = json.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError):
+    except (OSError, ValueError, RecursionError):  # missing, corrupt, or nested too deep to decode
         return {}
     return data if isinstance(data, dict) else {}
 

@@ -1,9 +1,20 @@
-"""Where seedbench keeps generated data and converted models (never inside the git tree)."""
+"""Where seedbench keeps generated data and converted models (never inside the git tree), and the one rule
+for a path that a file names.
+
+Run directories, submission folders, experiment specs and data pools are shared between people, so a
+path read from one of them is untrusted: ``"image": "../../victim.txt"`` in episodes.jsonl must not make
+the viewer read a file outside the run or write one outside its output folder. Every place that joins
+such a path to a directory goes through `inside`.
+"""
 
 from __future__ import annotations
 
 import os
-from pathlib import Path
+from pathlib import Path, PurePosixPath, PureWindowsPath
+
+
+class UnsafePathError(ValueError):
+    """A path named in a file leaves the folder it must stay in."""
 
 
 def cache_dir(*parts: str) -> Path:
@@ -12,3 +23,27 @@ def cache_dir(*parts: str) -> Path:
     path = root.joinpath(*parts)
     path.mkdir(parents=True, exist_ok=True)
     return path
+
+
+def inside(base: str | Path, relative: str | os.PathLike[str]) -> Path:
+    """``base / relative``, provided it stays in `base`; raises `UnsafePathError` otherwise.
+
+    Rejected: an empty path, an absolute one (POSIX or Windows: ``/etc/x``, ``C:\\x``, ``\\\\host\\x``), a
+    NUL or other control character, and anything that resolves outside `base` once ``..`` and symlinks
+    are followed (a symlink inside `base` that points out of it counts as leaving). The returned path is
+    the plain join, not the resolved one, so messages and outputs keep the names the file used.
+    """
+    text = os.fspath(relative)
+    if not isinstance(text, str) or not text:
+        raise UnsafePathError(f"expected a relative path inside {base}, got {relative!r}")
+    if any(ord(ch) < 32 or ord(ch) == 127 for ch in text):
+        raise UnsafePathError(f"path {text!r} contains a control character")
+    if PurePosixPath(text).is_absolute() or PureWindowsPath(text).anchor:
+        raise UnsafePathError(f"path {text!r} is absolute; only paths relative to {base} are allowed")
+    base = Path(base)
+    joined = base / text
+    root = base.resolve()
+    target = joined.resolve()
+    if target != root and not target.is_relative_to(root):
+        raise UnsafePathError(f"path {text!r} leaves {base} (it resolves to {target})")
+    return joined

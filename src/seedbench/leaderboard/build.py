@@ -8,6 +8,9 @@ board shows exactly what a new submission changed.
 Results produced by seedbench are ranked by the board's primary metric. Paper-reported rows are listed
 in a separate table below them, never ranked with them: they were measured on other task samples,
 sometimes with other averages, and usually with one seed (docs/method.md §8.1).
+
+Every string from a board, a summary or metadata enters the pages through `md_escape` or `md_code`
+(`seedbench.report.document`), and links only after validation parsed them as http(s) URLs.
 """
 
 from __future__ import annotations
@@ -21,7 +24,9 @@ from typing import Any
 from seedbench.leaderboard.schema import OUTPUT_FILES, Board
 from seedbench.leaderboard.validate import Catalogue, Submission, load_catalogue
 from seedbench.report import tables as T
-from seedbench.report.document import Bullets, Document, Section, Table, Text, to_markdown
+from seedbench.report.document import (
+    Bullets, Document, Section, Table, Text, md_code, md_escape, md_markup, to_markdown,
+)
 
 CSV_COLUMNS = ("board", "source", "submission", "method", "agent", "model", "metric", "n_seeds", "mean", "low",
                "high", "iqm", "std", "average", "poi_vs_baseline", "poi_low", "poi_high", "reproduced")
@@ -106,33 +111,36 @@ def _short(metric: str) -> str:
 
 
 def _links(meta: dict[str, Any]) -> str:
-    links = [f"[{name}]({meta[name]})" for name in ("paper", "code") if meta.get(name)]
+    # validation allows no whitespace, quotes or angle brackets in a link; parentheses would end it early
+    links = [f"[{name}]({meta[name].replace('(', '%28').replace(')', '%29')})" for name in ("paper", "code")
+             if meta.get(name)]
     return " ".join(links) or "–"
 
 
 def _compute(meta: dict[str, Any]) -> str:
     compute = meta.get("compute")
     if isinstance(compute, dict):
-        return ", ".join(f"{k}: {v}" for k, v in sorted(compute.items()))
-    return str(compute or "–")
+        return ", ".join(f"{md_escape(k)}: {md_escape(v)}" for k, v in sorted(compute.items(), key=lambda kv: str(kv[0])))
+    return md_escape(compute or "–")
 
 
 def board_section(board: Board, subs: list[Submission]) -> Section:
     links = _links
-    section = Section(f"{board.title}")
+    section = Section(md_escape(board.title))
     budget = ", ".join(f"{k} {v}" for k, v in board.budget.items() if k != "label")
     if not budget:
         budget = "the paper's own" if board.budget.get("label") == "paper" else str(board.budget.get("label"))
-    facts = [f"board key: `{board.name}`", f"env: `{board.env}`" + (f" (`{board.env_id}`)" if board.env_id else
-                                                                    " (no seedbench env yet: paper-reported rows only)"),
-             f"base model: `{board.model}`", f"budget: {budget}", f"eval splits: {', '.join(board.splits)}",
-             f"ranked by: `{board.primary_metric}`; at least {board.min_seeds} seeds per submission"]
+    facts = [f"board key: {md_code(board.name)}", f"env: {md_code(board.env)}" + (
+                 f" ({md_code(board.env_id)})" if board.env_id else " (no seedbench env yet: paper-reported rows only)"),
+             f"base model: {md_code(board.model)}", f"budget: {md_escape(budget)}",
+             f"eval splits: {md_escape(', '.join(board.splits))}",
+             f"ranked by: {md_code(board.primary_metric)}; at least {board.min_seeds} seeds per submission"]
     pinned = {k: v for k, v in board.eval_task_hash.items() if v}
     if pinned:
-        facts.append("eval task lists: " + ", ".join(f"{k} `{v}`" for k, v in sorted(pinned.items())))
+        facts.append("eval task lists: " + ", ".join(f"{md_escape(k)} {md_code(v)}" for k, v in sorted(pinned.items())))
     section.add(Bullets(facts))
     if board.notes:
-        section.add(Text(board.notes.strip()))
+        section.add(Text(md_markup(board.notes.strip())))
 
     rows = board_rows(board, subs)
     ours = Section("Results produced with seedbench")
@@ -143,21 +151,22 @@ def board_section(board: Board, subs: list[Submission]) -> Section:
         for row in rows:
             by_sub.setdefault(row["submission"], {})[row["metric"]] = row
         order = sorted(by_sub, key=lambda name: (-_nan_low(by_sub[name][board.primary_metric]["mean"]), name))
-        header = ["rank", "method", "agent", "seeds", f"{_short(board.primary_metric)} % [95% CI]", "IQM %"]
+        header = ["rank", "method", "agent", "seeds", f"{md_escape(_short(board.primary_metric))} % [95% CI]", "IQM %"]
         others = [m for m in board.metrics if m != board.primary_metric]
-        header += [f"{_short(m)} % [95% CI]" for m in others]
-        header += [f"P(> {board.baseline}) [95% CI]", "reproduced", "compute", "links", "submission"]
+        header += [f"{md_escape(_short(m))} % [95% CI]" for m in others]
+        header += [f"P(> {md_escape(board.baseline)}) [95% CI]", "reproduced", "compute", "links", "submission"]
         table_rows = []
         subs_by_name = {s.name: s for s in subs}
         for rank, name in enumerate(order, 1):
             r = by_sub[name][board.primary_metric]
-            cells = [str(rank), r["method"], r["agent"], str(r["n_seeds"]), T.fmt_ci(r["mean"], r["low"], r["high"]),
+            cells = [str(rank), md_escape(r["method"]), md_escape(r["agent"]), str(r["n_seeds"]),
+                     T.fmt_ci(r["mean"], r["low"], r["high"]),
                      T.fmt_pct(r["iqm"])]
             cells += [T.fmt_ci(by_sub[name][m]["mean"], by_sub[name][m]["low"], by_sub[name][m]["high"]) for m in others]
             poi = "baseline" if r["is_baseline"] else ("–" if math.isnan(r["poi_vs_baseline"]) else
                                                        T.fmt_ci(r["poi_vs_baseline"], r["poi_low"], r["poi_high"], pct=False))
             meta = subs_by_name[name].metadata
-            cells += [poi, "yes" if r["reproduced"] else "no", _compute(meta), links(meta), f"`{name}`"]
+            cells += [poi, "yes" if r["reproduced"] else "no", _compute(meta), links(meta), md_code(name)]
             table_rows.append(cells)
         numeric = [True, False, False] + [True] * (len(header) - 8) + [True, False, False, False, False]
         ours.add(Table(header, table_rows, numeric=numeric[:len(header)]))
@@ -176,12 +185,12 @@ def board_section(board: Board, subs: list[Submission]) -> Section:
         by_sub = {}
         for p in papers:
             by_sub.setdefault(p["submission"], {})[p["metric"]] = p
-        header = ["method", "agent"] + [f"{_short(m)} %" for m in metrics] + ["source", "notes"]
+        header = ["method", "agent"] + [f"{md_escape(_short(m))} %" for m in metrics] + ["source", "notes"]
         table_rows = []
         subs_by_name = {s.name: s for s in subs}
         for name in sorted(by_sub):
             first = next(iter(by_sub[name].values()))
-            cells = [first["method"], first["agent"]]
+            cells = [md_escape(first["method"]), md_escape(first["agent"])]
             for m in metrics:
                 p = by_sub[name].get(m)
                 if p is None:
@@ -190,14 +199,14 @@ def board_section(board: Board, subs: list[Submission]) -> Section:
                 text = T.fmt_pct(p["mean"])
                 if not math.isnan(p["std"]):
                     text += f" ± {T.fmt_pct(p['std'])}"
-                detail = [p["average"]] if p["average"] and p["average"] != "unknown" else []
+                detail = [md_escape(p["average"])] if p["average"] and p["average"] != "unknown" else []
                 if p["n_seeds"]:
                     detail.append(f"{p['n_seeds']} seed{'s' if p['n_seeds'] != 1 else ''}")
                 cells.append(text + (f" ({', '.join(detail)})" if detail else ""))
             sub = subs_by_name[name]
             where = sub.summary.get("where")
-            cells.append(links(sub.metadata) + (f" {where}" if where else ""))
-            cells.append(str(sub.summary.get("notes") or sub.metadata.get("notes") or "").strip())
+            cells.append(links(sub.metadata) + (f" {md_escape(where)}" if where else ""))
+            cells.append(md_escape(str(sub.summary.get("notes") or sub.metadata.get("notes") or "").strip()))
             table_rows.append(cells)
         theirs.add(Table(header, table_rows, numeric=[False, False] + [True] * len(metrics) + [False, False]))
     section.add(theirs)
@@ -217,7 +226,7 @@ def build_document(catalogue: Catalogue) -> Document:
                    "and the probability that a random seed of the method beats a random seed of the board's "
                    "baseline (the same statistics code as `seedbench report`). How to submit: docs/leaderboard.md."))
     boards = [catalogue.boards[name] for name in sorted(catalogue.boards)]
-    intro.add(Bullets([f"{b.title} (`{b.name}`): {sum(s.source == 'seedbench' for s in catalogue.submissions.get(b.name, []))} "
+    intro.add(Bullets([f"{md_escape(b.title)} ({md_code(b.name)}): {sum(s.source == 'seedbench' for s in catalogue.submissions.get(b.name, []))} "
                        f"seedbench, {sum(s.source == 'paper-reported' for s in catalogue.submissions.get(b.name, []))} "
                        "paper-reported" for b in boards]))
     doc.sections.append(intro)

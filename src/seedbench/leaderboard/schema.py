@@ -107,6 +107,8 @@ def load_board(path: Path, root: Path) -> tuple[Board | None, list[Problem]]:
         return None, [Problem(file, "", "missing: every board folder needs a board.yaml")]
     try:
         data = yaml.safe_load((path / BOARD_FILE).read_text())
+    except RecursionError:
+        return None, [Problem(file, "", "nested too deeply to read; a board is one mapping of plain fields")]
     except yaml.YAMLError as err:
         return None, [Problem(file, "", f"not valid YAML ({err})")]
     if not isinstance(data, dict):

@@ -8,6 +8,11 @@ with a finite number in [0, 1] for every board metric, a consistent curve, the b
 hash, equal to the hash of its task ids and data checksum (`seedbench.provenance.task_list_hash`), and
 a complete protocol card with a non-empty data checksum; for paper-reported rows, numeric reported
 values. Across a board: all seedbench submissions were evaluated on the same task list.
+
+Submissions arrive from strangers, so nothing in one may stop the others being checked: files nested
+deeper than `MAX_DEPTH` (or holding more than `MAX_VALUES` values) are refused before any check walks
+them, and any other error while checking a submission becomes a problem of that submission. Paper and
+code links are parsed (`url_problem`), not matched by prefix.
 """
 
 from __future__ import annotations
@@ -15,15 +20,18 @@ from __future__ import annotations
 import json
 import math
 import re
+import unicodedata
 from dataclasses import dataclass, field
 from datetime import date
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from seedbench.leaderboard.schema import (
     FOLDER_RE, MAX_FILE_BYTES, MAX_TOTAL_BYTES, METADATA_FILE, SCHEMA, SOURCES, SUMMARY_FILE, Board, Problem,
     board_dirs, load_board, slug, submission_dirs,
 )
+from seedbench.paths import UnsafePathError, inside
 from seedbench.provenance import task_list_hash
 
 METADATA_FIELDS = {"method", "authors", "paper", "code", "compute", "reproduced", "source", "artifacts", "notes"}
@@ -34,7 +42,12 @@ SUMMARY_SEEDBENCH = SUMMARY_COMMON | {"seedbench_version", "git_hash", "eval_tas
 SUMMARY_PAPER = SUMMARY_COMMON | {"reported", "where"}
 PROTOCOL_REQUIRED = ("num_tasks", "max_steps", "temperature", "data_checksum")
 AVERAGES = ("micro", "macro", "unknown")
-_URL = re.compile(r"^https?://\S+$")
+MAX_DEPTH = 32
+"""Nesting levels a submission file may have: a summary needs 5 (seeds[i].curve["eval/..."][j])."""
+MAX_VALUES = 1_000_000
+"""Values (containers and scalars) a submission file may hold, YAML aliases counted each time they are used."""
+URL_SCHEMES = ("https", "http")
+_URL_FORBIDDEN = set('<>"`{}|\\^')  # never literal in a URL (RFC 3986); they would also break a Markdown link
 
 
 @dataclass
@@ -137,21 +150,70 @@ def _read(path: Path, root: Path, kind: str) -> tuple[Any, list[Problem]]:
     if path.stat().st_size > MAX_FILE_BYTES:
         return None, []  # reported by _check_files; don't parse huge files
     text = path.read_text(encoding="utf-8", errors="replace")
+    too_deep = Problem(rel, "", f"nested more than {MAX_DEPTH} levels deep; a submission file is a few levels of "
+                                "mappings and lists")
     if kind == "json":
         try:
             data = json.loads(text)
-        except json.JSONDecodeError as err:
+        except RecursionError:
+            return None, [too_deep]
+        except ValueError as err:  # JSONDecodeError, or an integer too long to convert
             return None, [Problem(rel, "", f"not valid JSON ({err})")]
     else:
         import yaml
 
         try:
             data = yaml.safe_load(text)
-        except yaml.YAMLError as err:
+        except RecursionError:
+            return None, [too_deep]
+        except (yaml.YAMLError, ValueError) as err:
             return None, [Problem(rel, "", f"not valid YAML ({' '.join(str(err).split())})")]
+    shape = _shape_problem(data)
+    if shape:
+        return None, [Problem(rel, "", shape)]
     if not isinstance(data, dict):
         return None, [Problem(rel, "", f"expected a mapping at the top level, got {type(data).__name__}")]
     return data, []
+
+
+def _shape_problem(data: Any) -> str | None:
+    """Why `data` is too deep or too big to check (None when it is neither), found without recursion."""
+    stack = [(data, 1)]
+    seen = 0
+    while stack:
+        value, depth = stack.pop()
+        seen += 1
+        if seen > MAX_VALUES:
+            return f"holds more than {MAX_VALUES:,} values (YAML aliases count each use)"
+        if isinstance(value, (dict, list)):
+            if depth > MAX_DEPTH:
+                return (f"nested more than {MAX_DEPTH} levels deep; a submission file is a few levels of mappings "
+                        "and lists")
+            children = [*value.keys(), *value.values()] if isinstance(value, dict) else value
+            stack.extend((child, depth + 1) for child in children)
+    return None
+
+
+def url_problem(value: Any) -> str | None:
+    """Why `value` is not a plain web link (None when it is one): an http(s) scheme, a host, and no
+    whitespace, control characters or characters a URL never holds literally. Parsed with
+    `urllib.parse.urlsplit`, so ``javascript:``, ``data:``, ``https:evil`` or ``https:///x`` are refused."""
+    expected = f"expected an http(s) URL or null, got {_describe(value)}"
+    if not isinstance(value, str):
+        return expected
+    bad = sorted({ch for ch in value if ch.isspace() or unicodedata.category(ch)[0] == "C" or ch in _URL_FORBIDDEN})
+    if bad:
+        return f"{expected}: it contains {', '.join(map(repr, bad))}"
+    try:
+        parts = urlsplit(value)
+        parts.port  # a malformed port raises here
+    except ValueError as err:
+        return f"{expected} ({err})"
+    if parts.scheme.lower() not in URL_SCHEMES:
+        return f"{expected} (scheme {parts.scheme or 'missing'!r})"
+    if not parts.hostname or "@" in parts.netloc:
+        return f"{expected} (no host name, or a user name before it)"
+    return None
 
 
 # ----------------------------------------------------------------------------------------------------
@@ -160,8 +222,8 @@ def _read(path: Path, root: Path, kind: str) -> tuple[Any, list[Problem]]:
 
 def _check_metadata(meta: dict[str, Any], path: Path, root: Path, file: str) -> list[Problem]:
     c = _Checker(file)
-    for key in sorted(set(meta) - METADATA_FIELDS):
-        c.add(key, f"unknown field; valid fields: {', '.join(sorted(METADATA_FIELDS))}")
+    for key in sorted(set(meta) - METADATA_FIELDS, key=str):  # YAML keys may be numbers or null
+        c.add(str(key), f"unknown field; valid fields: {', '.join(sorted(METADATA_FIELDS))}")
     for key in METADATA_REQUIRED:
         if key not in meta:
             c.add(key, "required field is missing")
@@ -176,8 +238,9 @@ def _check_metadata(meta: dict[str, Any], path: Path, root: Path, file: str) -> 
                 c.string(f"authors[{i}]", name)
     for key in ("paper", "code"):
         value = meta.get(key)
-        if value is not None and not (isinstance(value, str) and _URL.match(value)):
-            c.add(key, f"expected an http(s) URL or null, got {_describe(value)}")
+        problem = None if value is None else url_problem(value)
+        if problem:
+            c.add(key, problem)
     if "compute" in meta and not (isinstance(meta["compute"], dict) or (isinstance(meta["compute"], str) and meta["compute"].strip())):
         c.add("compute", f"expected a description (e.g. '4x A100, 30 GPU-hours') or a mapping, got {_describe(meta['compute'])}")
     if "reproduced" in meta and not isinstance(meta["reproduced"], bool):
@@ -191,15 +254,16 @@ def _check_metadata(meta: dict[str, Any], path: Path, root: Path, file: str) -> 
         if not isinstance(artifacts, list):
             c.add("artifacts", f"expected a list of paths inside the submission folder, got {_describe(artifacts)}")
         else:
-            folder = path.resolve()
             for i, item in enumerate(artifacts):
                 if not isinstance(item, str) or not item:
                     c.add(f"artifacts[{i}]", f"expected a relative path, got {_describe(item)}")
                     continue
-                target = (path / item).resolve()
-                if Path(item).is_absolute() or not target.is_relative_to(folder):
-                    c.add(f"artifacts[{i}]", f"path {item!r} escapes the submission folder")
-                elif not target.is_file():
+                try:
+                    target = inside(path, item)
+                except UnsafePathError as err:
+                    c.add(f"artifacts[{i}]", f"path {item!r} escapes the submission folder ({err})")
+                    continue
+                if not target.is_file():
                     c.add(f"artifacts[{i}]", f"file {item!r} does not exist in the submission folder")
     return c.problems
 
@@ -401,7 +465,17 @@ def _check_paper(s: dict[str, Any], board: Board | None, c: _Checker) -> None:
 
 
 def read_submission(path: Path, root: Path, boards: dict[str, Board]) -> Submission:
-    """Parse and validate one submission folder."""
+    """Parse and validate one submission folder; an error while checking it is one of its problems."""
+    try:
+        return _read_submission(path, root, boards)
+    except Exception as err:  # noqa: BLE001 - one hostile submission must not stop the others being checked
+        sub = Submission(path=path, board_name=path.parent.name)
+        sub.problems.append(Problem(path.relative_to(root).as_posix(), "",
+                                    f"could not be checked ({type(err).__name__}: {' '.join(str(err).split())[:200]})"))
+        return sub
+
+
+def _read_submission(path: Path, root: Path, boards: dict[str, Board]) -> Submission:
     sub = Submission(path=path, board_name=path.parent.name)
     rel = path.relative_to(root).as_posix()
     match = FOLDER_RE.match(path.name)
@@ -494,6 +568,12 @@ def load_catalogue(root: str | Path, only: list[Path] | None = None) -> Catalogu
         submissions[path.name] = subs
     if only:
         wanted = {p.resolve() for p in only}
+        known = {root.resolve(), *(p.resolve() for p in board_paths),
+                 *(s.path.resolve() for subs in submissions.values() for s in subs)}
+        for p in only:
+            if p.resolve() not in known:
+                raise ValueError(f"{p} is not a submission or board folder under {root}; pass "
+                                 "<board>/<date>_<agent>_<model>, a board folder, or nothing for all of them")
         submissions = {name: [s for s in subs if s.path.resolve() in wanted or s.path.parent.resolve() in wanted]
                        for name, subs in submissions.items()}
         problems = [p for p in problems if any((root / p.file).resolve().is_relative_to(w) for w in wanted)]

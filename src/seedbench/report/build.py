@@ -17,7 +17,11 @@ from typing import Sequence
 from seedbench.report import stats
 from seedbench.report import tables as T
 from seedbench.report.data import Run, read_runs, results_frame
-from seedbench.report.document import Bullets, Document, Figure, Quote, Section, Table, Text, to_markdown, write_figures
+from seedbench.report.document import (
+    Bullets, Document, Figure, Quote, Section, Table, Text, md_code, md_escape, to_markdown, write_figures,
+)
+
+E, C = md_escape, md_code  # every string read from a run enters the document through one of these
 
 
 @dataclass
@@ -46,7 +50,7 @@ def _ci(row, prefix: str) -> str:
 
 
 def _group_title(env: str, model: str) -> str:
-    return f"{env} · {model}"
+    return f"{E(env)} · {E(model)}"
 
 
 def _final_section(runs: list[Run], opts: ReportOptions, warnings: list[str]) -> Section:
@@ -64,34 +68,35 @@ def _final_section(runs: list[Run], opts: ReportOptions, warnings: list[str]) ->
         if not len(sub):
             continue
         split = sub.iloc[0]["split"]
+        group = _group_title(env, model)
         if opts.baseline not in agents:
-            warnings.append(f"{env} · {model}: no `{opts.baseline}` runs, so no probability of improvement")
+            warnings.append(f"{group}: no {C(opts.baseline)} runs, so no probability of improvement")
         for agent, agent_runs in agents.items():
             if len(agent_runs) < 2:
-                warnings.append(f"{env} · {model}: `{agent}` has a single seed; its interval is undefined")
-        warnings.extend(f"{env} · {model}: {m}" for m in T.task_list_problems([r for rs in agents.values() for r in rs], split))
+                warnings.append(f"{group}: {C(agent)} has a single seed; its interval is undefined")
+        warnings.extend(f"{group}: {E(m)}" for m in T.task_list_problems([r for rs in agents.values() for r in rs], split))
         rows = []
         for _, row in sub.iterrows():
             poi = "baseline" if row["agent"] == opts.baseline else (
                 "–" if math.isnan(row["poi"]) else T.fmt_ci(row["poi"], row["poi_low"], row["poi_high"], pct=False))
-            rows.append([row["agent"], str(row["seeds"]), _ci(row, "micro"), T.fmt_pct(row["micro_iqm"]),
+            rows.append([E(row["agent"]), str(row["seeds"]), _ci(row, "micro"), T.fmt_pct(row["micro_iqm"]),
                          _ci(row, "macro"), _ci(row, "auc"), poi])
         header = ["agent", "seeds", "micro success % [95% CI]", "micro IQM %", "macro success % [95% CI]",
-                  "AUC % [95% CI]", f"P(agent > {opts.baseline}) [95% CI]"]
-        table = Table(header, rows, caption=f"split `{split}`", numeric=[False] + [True] * 6)
+                  "AUC % [95% CI]", f"P(agent > {E(opts.baseline)}) [95% CI]"]
+        table = Table(header, rows, caption=f"split {C(split)}", numeric=[False] + [True] * 6)
         per_type = T.per_type_table(runs=[r for rs in agents.values() for r in rs], split=split)
         types = sorted(c[5:] for c in per_type.columns if c.startswith("type:"))
         type_rows = []
         for _, row in per_type.iterrows():
-            type_rows.append([row["agent"], str(row["seeds"])] + [T.fmt_pct(row[f"type:{t}"]) for t in types]
+            type_rows.append([E(row["agent"]), str(row["seeds"])] + [T.fmt_pct(row[f"type:{t}"]) for t in types]
                              + [T.fmt_pct(row["macro"]), T.fmt_pct(row["micro"])])
         counts = []
         if len(per_type):
             first = per_type.iloc[0]
             counts = [T.fmt_num(first[f"n:{t}"]) for t in types]
-        type_header = ["agent", "seeds"] + [f"{t} (n={c})" for t, c in zip(types, counts)] + ["macro avg", "micro avg"]
+        type_header = ["agent", "seeds"] + [f"{E(t)} (n={c})" for t, c in zip(types, counts)] + ["macro avg", "micro avg"]
         type_table = Table(type_header, type_rows,
-                           caption=f"per-task-type success % on `{split}`, mean over seeds (n = tasks of that type)",
+                           caption=f"per-task-type success % on {C(split)}, mean over seeds (n = tasks of that type)",
                            numeric=[False] + [True] * (len(type_header) - 1))
         section.add(Section(_group_title(env, model), [table, type_table]))
     return section
@@ -116,13 +121,14 @@ def _sample_efficiency_section(runs: list[Run], opts: ReportOptions) -> Section:
 
             png = plots.sample_efficiency(agents, split, f"{env} · {model} · {split}")
             blocks.append(Figure(f"sample_efficiency_{_file_stem(env, model)}", png,
-                                 f"{env} · {model}: eval success on `{split}` vs budget (mean and 95 % band over seeds)"))
+                                 f"{_group_title(env, model)}: eval success on {C(split)} vs budget (mean and 95 % "
+                                 "band over seeds)"))
         header = ["agent", "seeds", "AUC % [95% CI]"]
         for t in opts.thresholds:
             header.append(f"trajectories to {100 * t:g} % (seeds reaching)")
         rows = []
         for _, row in sub.iterrows():
-            cells = [row["agent"], str(row["seeds"]), _ci(row, "auc")]
+            cells = [E(row["agent"]), str(row["seeds"]), _ci(row, "auc")]
             for t in opts.thresholds:
                 reach = row[f"reach:{t:g}"]
                 cells.append(f"{'never' if math.isnan(reach) else T.fmt_num(reach)} ({row[f'reached:{t:g}']}/{row['seeds']})")
@@ -147,11 +153,11 @@ def _generalization_section(runs: list[Run], opts: ReportOptions) -> Section | N
         splits = T.all_splits([r for rs in agents.values() for r in rs])
         header = ["agent"]
         for split in splits:
-            header += [f"{split} micro % [95% CI]", f"{split} macro %"]
-        header += [f"gap {splits[0]} − {other} (pts)" for other in splits[1:]]
+            header += [f"{E(split)} micro % [95% CI]", f"{E(split)} macro %"]
+        header += [f"gap {E(splits[0])} − {E(other)} (pts)" for other in splits[1:]]
         rows = []
         for _, row in sub.iterrows():
-            cells = [row["agent"]]
+            cells = [E(row["agent"])]
             for split in splits:
                 cells += [T.fmt_ci(row[f"{split}:micro"], row[f"{split}:micro_low"], row[f"{split}:micro_high"]),
                           T.fmt_pct(row[f"{split}:macro"])]
@@ -179,13 +185,13 @@ def _seed_section(runs: list[Run], opts: ReportOptions, warnings: list[str]) -> 
         rows = []
         for _, row in sub.iterrows():
             digits = T.fmt_pct if row["unit"] == "%" else (lambda v: T.fmt_num(v, 3))
-            rows.append([row["agent"], row["label"], row["unit"], str(row["seeds"]), digits(row["first"]),
+            rows.append([E(row["agent"]), E(row["label"]), E(row["unit"]), str(row["seeds"]), digits(row["first"]),
                          digits(row["last"]), digits(row["mean"])])
             if row["metric"] == "seed/analyzer_sft" and row["mean"] < 1:
-                warnings.append(f"{env} · {model}: `{row['agent']}` ran without the stage-1 analyzer SFT in "
+                warnings.append(f"{_group_title(env, model)}: {C(row['agent'])} ran without the stage-1 analyzer SFT in "
                                 f"{T.fmt_pct(1 - row['mean'], 0)} % of its seeds (docs/method.md §3)")
             if row["metric"] == T.ANALYSIS_SUCCESS and row["mean"] < T.LOW_ANALYSIS_SUCCESS:
-                warnings.append(f"{env} · {model}: `{row['agent']}` analysis success rate averaged "
+                warnings.append(f"{_group_title(env, model)}: {C(row['agent'])} analysis success rate averaged "
                                 f"{T.fmt_pct(row['mean'])} % over training; most trajectories got no skill")
         blocks.append(Table(["agent", "signal", "unit", "seeds", "first", "last", "mean"], rows,
                             numeric=[False, False, False, True, True, True, True]))
@@ -200,13 +206,13 @@ def _seed_section(runs: list[Run], opts: ReportOptions, warnings: list[str]) -> 
         for agent, agent_runs in seed_agents.items():
             examples = T.example_skills(agent_runs)
             if not examples:
-                blocks.append(Text(f"`{agent}`: no parsed skills logged (skills.jsonl missing or empty)."))
+                blocks.append(Text(f"{C(agent)}: no parsed skills logged (skills.jsonl missing or empty)."))
                 continue
-            blocks.append(Text(f"Example skills of `{agent}` (seed {examples[0]['seed']}, iteration "
-                               f"{examples[0]['iteration']}):"))
+            blocks.append(Text(f"Example skills of {C(agent)} (seed {E(examples[0]['seed'])}, iteration "
+                               f"{E(examples[0]['iteration'])}):"))
             for ex in examples:
                 outcome = "success" if ex["won"] else "failure"
-                blocks.append(Quote(ex["skill"], label=f"{outcome} · task {ex['task_id']}"))
+                blocks.append(Quote(str(ex["skill"]), label=f"{outcome} · task {E(ex['task_id'])}"))
         section.add(Section(_group_title(env, model), blocks))
     return section
 
@@ -216,16 +222,17 @@ def _protocol_section(runs: list[Run], warnings: list[str]) -> Section:
     section.add(Text("What every number above was measured on. A field with two values means the runs "
                      "disagree, and comparisons across them are suspect."))
     for card in T.protocol_cards(runs):
-        rows = [["agents", ", ".join(card["agents"])], ["seeds", ", ".join(map(str, card["seeds"]))],
+        title = _group_title(card["env"], card["model"])
+        rows = [["agents", E(", ".join(card["agents"]))], ["seeds", E(", ".join(map(str, card["seeds"])))],
                 ["runs", str(card["runs"])]]
         for name, values in card["fields"].items():
-            shown = " / ".join(values) if len(values) <= 3 else f"{len(values)} distinct values"
-            rows.append([name, shown])
+            shown = E(" / ".join(map(str, values))) if len(values) <= 3 else f"{len(values)} distinct values"
+            rows.append([E(name), shown])
             # task lists are checked per comparison above; model checksums per seed below
             if len(values) > 1 and not name.startswith("task list hash") and name != "model checksum":
-                warnings.append(f"{card['env']} · {card['model']}: runs disagree on {name} ({shown})")
+                warnings.append(f"{title}: runs disagree on {E(name)} ({shown})")
         group = [r for r in runs if (r.env, r.model) == (card["env"], card["model"])]
-        warnings.extend(f"{card['env']} · {card['model']}: {m}" for m in T.model_checksum_problems(group))
+        warnings.extend(f"{title}: {E(m)}" for m in T.model_checksum_problems(group))
         section.add(Section(_group_title(card["env"], card["model"]), [Table(["field", "value"], rows)]))
     return section
 
@@ -241,7 +248,7 @@ def _resources_section(runs: list[Run]) -> Section | None:
                      "A resumed run counts the work redone after its kill."))
     section.add(Table(["env", "model", "agent", "runs", "CPU-s / run", "GPU-s / run", "wall-s / run", "CPU-s total",
                        "GPU-s total"],
-                      [[r["env"], r["model"], r["agent"], str(r["runs"]), f"{r['cpu_s_per_run']:.1f}",
+                      [[E(r["env"]), E(r["model"]), E(r["agent"]), str(r["runs"]), f"{r['cpu_s_per_run']:.1f}",
                         f"{r['gpu_s_per_run']:.1f}", f"{r['wall_s_per_run']:.1f}", f"{r['cpu_s_total']:.1f}",
                         f"{r['gpu_s_total']:.1f}"] for r in rows],
                       numeric=[False] * 3 + [True] * 6))
@@ -254,20 +261,20 @@ def _manifest_section(all_runs: list[Run], used: list[Run], opts: ReportOptions)
     section = Section("Run manifest")
     manifest = T.manifest_table(all_runs)
     used_ids = {r.run for r in used}
-    rows = [[row["run"], row["env"], row["agent"], row["model"], str(row["seed"]),
+    rows = [[E(row["run"]), E(row["env"]), E(row["agent"]), E(row["model"]), str(row["seed"]),
              ("yes" if row["complete"] else "no") + ("" if row["run"] in used_ids else " (excluded)"),
-             str(row["iterations"]), str(row["seedbench"]), row["git"]]
+             E(row["iterations"]), E(row["seedbench"]), E(row["git"])]
             for _, row in manifest.iterrows()]
     section.add(Table(["run", "env", "agent", "model", "seed", "complete", "iterations", "seedbench", "git"], rows,
                       numeric=[False] * 4 + [True, False, True, False, False]))
     versions = T.package_versions(all_runs)
     if versions:
-        section.add(Table(["package", "version(s)"], [[k, ", ".join(v)] for k, v in versions.items()],
+        section.add(Table(["package", "version(s)"], [[E(k), E(", ".join(map(str, v)))] for k, v in versions.items()],
                           caption="package versions recorded by the runs"))
     section.add(Bullets([
         f"report built by seedbench {seedbench.__version__}",
         f"intervals: percentile bootstrap, {opts.n_resamples} resamples, seed {stats.DEFAULT_SEED}, 95 %",
-        f"baseline for probability of improvement: `{opts.baseline}`",
+        f"baseline for probability of improvement: {C(opts.baseline)}",
         f"incomplete runs {'included' if opts.include_incomplete else 'excluded'}",
     ]))
     return section
@@ -286,21 +293,21 @@ def build_document(all_runs: list[Run], opts: ReportOptions) -> tuple[Document, 
     warnings: list[str] = []
     excluded = [r for r in all_runs if r not in used]
     if excluded:
-        warnings.append(f"{len(excluded)} incomplete run(s) excluded: " + ", ".join(f"`{r.run}`" for r in excluded)
+        warnings.append(f"{len(excluded)} incomplete run(s) excluded: " + ", ".join(C(r.run) for r in excluded)
                         + " (use --include-incomplete to aggregate them anyway)")
     hashes = sorted({str(r.summary.get("git_hash")) for r in used if r.summary.get("git_hash")})
     if len(hashes) > 1:
-        warnings.append(f"the runs come from {len(hashes)} different git commits ({', '.join(h[:10] for h in hashes)}); "
+        warnings.append(f"the runs come from {len(hashes)} different git commits ({E(', '.join(h[:10] for h in hashes))}); "
                         "see the run manifest")
     if not used:
         raise ValueError(f"none of the {len(all_runs)} runs is complete; pass --include-incomplete to report them")
-    doc = Document(opts.title)
+    doc = Document(opts.title)  # the user's own --title: Markdown allowed
     groups = T.group_runs(used)
     overview = Section("Overview")
     lines = []
     for (env, model), agents in groups.items():
-        desc = ", ".join(f"`{a}` × {len(rs)} seeds" for a, rs in agents.items())
-        lines.append(f"**{env}** with model `{model}`: {desc}")
+        desc = ", ".join(f"{C(a)} × {len(rs)} seeds" for a, rs in agents.items())
+        lines.append(f"**{E(env)}** with model {C(model)}: {desc}")
     overview.add(Text(f"{len(used)} runs aggregated ({len(all_runs)} found)."), Bullets(lines))
     body = [_final_section(used, opts, warnings), _sample_efficiency_section(used, opts)]
     for maybe in (_generalization_section(used, opts), _seed_section(used, opts, warnings)):

@@ -4,6 +4,12 @@ A `Document` is a title plus `Section`s of blocks: `Text` paragraphs (inline ``c
 `Bullets`, `Table` (cells already formatted as strings), `Figure` (PNG bytes) and `Quote` (verbatim
 text such as a skill). `to_markdown` writes figures as files next to the Markdown; `seedbench.report
 .html.to_html` embeds them.
+
+Block text is inline Markdown written by seedbench. A string that comes from a run or a submission (an
+agent or method name, a note, a metric name) is someone else's text: it enters a block only through
+`md_escape` (plain text) or `md_code` (a name shown as code), so ``<script>``, a ``|`` or a newline in it
+can never become HTML, a table column or a new block in report.md or the leaderboard README. Quote text
+(a skill) is verbatim: the renderers escape it themselves.
 """
 
 from __future__ import annotations
@@ -76,6 +82,48 @@ class Document:
         return out
 
 
+_MD_ENTITIES = {"&": "&amp;", "<": "&lt;", ">": "&gt;", "|": "&#124;"}
+_MD_BACKSLASHED = set("\\`*_[]~#")
+
+
+def _is_control(ch: str) -> bool:
+    return ord(ch) < 32 or 127 <= ord(ch) < 160 or ch in "\u2028\u2029"
+
+
+def md_escape(text: object) -> str:
+    """`text` as literal inline Markdown: ``&``, ``<``, ``>`` and ``|`` as entities (no raw HTML, no table
+    cell split), Markdown punctuation (``\\ ` * _ [ ] ~ #``) backslash-escaped, and newlines and other
+    control characters as spaces (no new block). `seedbench.report.html` reads both escapes back."""
+    text = str(text)
+    out = []
+    for i, ch in enumerate(text):
+        if ch in _MD_ENTITIES:
+            out.append(_MD_ENTITIES[ch])
+        elif ch == "_" and 0 < i < len(text) - 1 and text[i - 1].isalnum() and text[i + 1].isalnum():
+            out.append(ch)  # inside a word (valid_seen) an underscore can neither open nor close emphasis
+        elif ch in _MD_BACKSLASHED:
+            out.append("\\" + ch)
+        else:
+            out.append(" " if _is_control(ch) else ch)
+    return "".join(out)
+
+
+def md_markup(text: object) -> str:
+    """Markdown a maintainer wrote in a data file (a board's notes): its emphasis, code and links are kept,
+    but raw HTML (``&``, ``<``, ``>`` become entities) and line breaks that would start a new block are not."""
+    return "".join(_MD_ENTITIES.get(ch, " " if _is_control(ch) else ch) for ch in str(text))
+
+
+def md_code(text: object) -> str:
+    """`text` as an inline code span (HTML inside one is shown, never run), or as `md_escape` text when it
+    holds a backtick or a control character, which would end the span or the line, or a ``&`` or ``\\``,
+    which the HTML renderer would read as an escape."""
+    text = str(text)
+    if text.strip() and not any(ch in "`&\\" or _is_control(ch) for ch in text):
+        return f"`{text}`"
+    return md_escape(text)
+
+
 def _md_cell(text: str) -> str:
     return str(text).replace("|", "\\|").replace("\n", " ")
 
@@ -114,7 +162,7 @@ def to_markdown(doc: Document, figure_dir: str = "plots") -> str:
                 if block.label:
                     lines.append(f"**{block.label}**")
                     lines.append("")
-                lines.extend(["> " + line if line else ">" for line in block.text.splitlines()] + [""])
+                lines.extend(["> " + md_escape(line) if line else ">" for line in block.text.splitlines()] + [""])
 
     walk(doc.sections, 2)
     return "\n".join(lines).rstrip() + "\n"

@@ -36,12 +36,25 @@ _BOLD = re.compile(r"\*\*([^*]+)\*\*")
 _ITALIC = re.compile(r"(?<![\w*])\*([^*\s][^*]*?)\*(?![\w*])")
 
 
+_ESCAPE = re.compile(r"\\([!-/:-@\[-`{-~])|&(?:amp|lt|gt|quot|#[0-9]{1,7}|#[xX][0-9a-fA-F]{1,6});")
+"""A backslash-escaped ASCII punctuation mark or a character reference: what `md_escape` writes."""
+_HELD = re.compile("\x00([0-9]+)\x00")
+
+
 def _inline(text: str) -> str:
-    escaped = html.escape(text, quote=True)
+    # Escaped characters are held out of the Markdown patterns below and come back as plain text.
+    held: list[str] = []
+
+    def hold(match: re.Match) -> str:
+        held.append(match.group(1) if match.group(1) is not None else html.unescape(match.group(0)))
+        return f"\x00{len(held) - 1}\x00"
+
+    escaped = html.escape(_ESCAPE.sub(hold, text.replace("\x00", "")), quote=True)
     escaped = _LINK.sub(lambda m: f'<a href="{m.group(2)}">{m.group(1)}</a>', escaped)
     escaped = _CODE.sub(lambda m: f"<code>{m.group(1)}</code>", escaped)
     escaped = _BOLD.sub(lambda m: f"<strong>{m.group(1)}</strong>", escaped)
-    return _ITALIC.sub(lambda m: f"<em>{m.group(1)}</em>", escaped)
+    escaped = _ITALIC.sub(lambda m: f"<em>{m.group(1)}</em>", escaped)
+    return _HELD.sub(lambda m: html.escape(held[int(m.group(1))], quote=True), escaped)
 
 
 def _slug(text: str) -> str:

@@ -45,6 +45,7 @@ from typing import Any, Callable, Sequence
 import yaml
 
 from seedbench.jsonio import read_json, write_json_atomic
+from seedbench.paths import UnsafePathError, inside
 
 SPEC_KEYS = {"name", "output", "envs", "env", "agents", "seeds", "model", "models", "budget", "config", "set",
              "args", "resources", "executor"}
@@ -255,13 +256,24 @@ def expand(spec: ExperimentSpec) -> list[RunSpec]:
                 for seed in spec.seeds:
                     name = f"{env}__{agent.name}__{_model_tag(model)}__s{seed}"
                     runs.append(RunSpec(env=env, agent=agent.name, model=model, seed=seed, iterations=iterations,
-                                        run_dir=spec.output / name, log=spec.output / "logs" / f"{name}.log",
+                                        run_dir=_inside_output(spec.output, name),
+                                        log=_inside_output(spec.output / "logs", f"{name}.log"),
                                         config=config, set=overrides, args=list(spec.args)))
     return runs
 
 
 # ----------------------------------------------------------------------------------------------------
 # Run state
+
+
+def _inside_output(folder: Path, name: str) -> Path:
+    """`folder` / `name` for a run named after spec strings (env, agent): a spec is a shared file, and an env
+    such as ``../../x`` must not put a run, or its log, outside the experiment's output."""
+    try:
+        return inside(folder, name)
+    except UnsafePathError as err:
+        raise ExperimentError(f"spec: run name {name!r} is not a plain folder name ({err}); use registered env "
+                              "and agent names") from err
 
 
 def run_status(run: RunSpec) -> str:

@@ -13,16 +13,23 @@ chunk only when a page of groups needs it, so a run with many thousands of episo
 small one. A chunk holds at most `CHUNK_EPISODES` episodes of one (iteration, phase) and never splits a
 group. Joins: skills (``skills.jsonl``) and token signals (``token_signals.jsonl``) attach to episodes by
 (iteration, episode_id) and (iteration, episode_id, step).
+
+Run directories are shared, so a frame an episode names is read only from inside the run and written only
+inside the output folder (`seedbench.paths.inside`); a step naming any other path loses its frame, and the
+build says once how many it dropped.
 """
 
 from __future__ import annotations
 
 import json
 import shutil
+import sys
 from pathlib import Path
 from typing import Any, Iterable, Iterator
+from urllib.parse import quote
 
 from seedbench.jsonio import read_json, read_jsonl
+from seedbench.paths import UnsafePathError, inside
 from seedbench.rollout.prompting import current_observation
 from seedbench.viewer.page import PAGE
 
@@ -36,9 +43,11 @@ def build_viewer(run: str | Path, out: str | Path | None = None, chunk_episodes:
     if not (run / "episodes.jsonl").is_file():
         raise FileNotFoundError(f"{run} is not a run directory with episodes (no episodes.jsonl); pass a run "
                                 "directory written by `seedbench run`")
-    out = Path(out) if out is not None else run / "viewer"
+    out = Path(out) if out is not None else inside(run, "viewer")
     data = out / "data"
-    if data.exists():
+    if data.is_symlink():  # replace the link, never empty the folder it points to
+        data.unlink()
+    elif data.exists():
         shutil.rmtree(data)
     data.mkdir(parents=True)
     skills = {(r.get("iteration"), r.get("episode_id")): r for r in read_jsonl(run / "skills.jsonl")}
@@ -48,7 +57,7 @@ def build_viewer(run: str | Path, out: str | Path | None = None, chunk_episodes:
     phases: list[str] = []
     types: list[str] = []
     chunks: list[dict[str, Any]] = []
-    frames: set[str] = set()
+    frames = _Frames(run, out)
     for number, (iteration, phase, episodes) in enumerate(_chunks(read_jsonl(run / "episodes.jsonl"), chunk_episodes)):
         shown = [_episode(e, skills, signals, frames) for e in episodes]
         _write_js(data / f"chunk_{number}.js", f"SEEDBENCH_CHUNK({number}, ", shown)
@@ -63,11 +72,13 @@ def build_viewer(run: str | Path, out: str | Path | None = None, chunk_episodes:
             rows["type"].append(_index(types, e["type"] or ""))
             rows["skill"].append(int(e["skill"] is not None))
             rows["signals"].append(int(any("sig" in s for s in e["steps"])))
-    _copy_frames(run, out, frames)
+    frames.copy()
     index = {"run": _header(run), "metrics": list(read_jsonl(run / "metrics.jsonl")), "chunks": chunks,
              "phases": phases, "types": types, "episodes": rows}
     _write_js(data / "index.js", "SEEDBENCH_INDEX(", index)
     page = out / "index.html"
+    if page.is_symlink():  # an output folder inside a shared run may hold a planted link
+        page.unlink()
     page.write_text(PAGE, encoding="utf-8")
     return page
 
@@ -88,7 +99,43 @@ def _chunks(records: Iterable[dict[str, Any]], size: int) -> Iterator[tuple[int,
         yield key[0], key[1], current
 
 
-def _episode(record: dict[str, Any], skills: dict, signals: dict, frames: set[str]) -> dict[str, Any]:
+class _Frames:
+    """The frames episode steps name: checked when named, copied into the output folder at the end."""
+
+    def __init__(self, run: Path, out: Path):
+        self.run, self.out = run, out
+        self.wanted: dict[str, tuple[Path, Path]] = {}  # page-relative URL -> (source, target)
+        self.rejected: list[tuple[Any, str]] = []  # (name as written, why)
+
+    def add(self, name: Any) -> str | None:
+        """The URL the page shows for frame `name`, or None when the name leaves the run or the output."""
+        try:
+            if not isinstance(name, str):
+                raise UnsafePathError(f"expected a relative path, got {type(name).__name__}")
+            source = inside(self.run, name)
+            relative = source.resolve().relative_to(self.run.resolve())  # no "..", no links
+            target = inside(self.out, relative)
+        except UnsafePathError as err:
+            self.rejected.append((name, str(err)))
+            return None
+        url = quote(relative.as_posix())  # "https:/x" stays a file name, never a link off the machine
+        self.wanted[url] = (source, target)
+        return url
+
+    def copy(self) -> None:
+        for source, target in self.wanted.values():
+            if source.is_file() and source.resolve() != target.resolve():
+                target.parent.mkdir(parents=True, exist_ok=True)
+                if target.is_symlink():
+                    target.unlink()
+                shutil.copyfile(source, target)
+        if self.rejected:
+            name, why = self.rejected[0]
+            print(f"seedbench: warning: {len(self.rejected)} step frame(s) not shown: their image paths leave the "
+                  f"run directory or the output folder (first: {name!r}: {why})", file=sys.stderr)
+
+
+def _episode(record: dict[str, Any], skills: dict, signals: dict, frames: _Frames) -> dict[str, Any]:
     """The shown fields of one episode record, with its skill and token signals attached."""
     iteration, episode_id = record.get("iteration"), record.get("episode_id")
     skill = skills.get((iteration, episode_id))
@@ -98,8 +145,9 @@ def _episode(record: dict[str, Any], skills: dict, signals: dict, frames: set[st
         shown = {"i": step.get("step"), "obs": current_observation(prompt), "prompt": prompt, "out": step.get("output"),
                  "act": step.get("action"), "valid": step.get("valid"), "r": step.get("reward")}
         if step.get("image"):
-            shown["img"] = step["image"]
-            frames.add(step["image"])
+            url = frames.add(step["image"])
+            if url is not None:
+                shown["img"] = url
         signal = signals.get((iteration, episode_id, step.get("step")))
         if signal is not None:
             shown["sig"] = {"tokens": signal.get("tokens", []), "signals": signal.get("signals", {})}
@@ -123,14 +171,6 @@ def _header(run: Path) -> dict[str, Any]:
     header["name"] = run.resolve().name
     header["model"] = (summary.get("model") or {}).get("name")
     return header
-
-
-def _copy_frames(run: Path, out: Path, frames: set[str]) -> None:
-    for relative in sorted(frames):
-        source, target = run / relative, out / relative
-        if source.is_file() and source.resolve() != target.resolve():
-            target.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(source, target)
 
 
 def _index(values: list[str], value: str) -> int:

@@ -46,6 +46,7 @@ from typing import Any
 
 from seedbench.envs.alfworld.engine import ALFWORLD_VERSION, missing_alfworld_error
 from seedbench.envs.processes import available_cpus, run_tasks
+from seedbench.paths import UnsafePathError, inside
 
 POOL_FORMAT = "seedbench-alfworld-pool/1"
 SPLITS = ("train", "valid_seen", "valid_unseen")
@@ -452,6 +453,19 @@ def remove_trial(trial_dir: Path) -> None:
         pass
 
 
+def _trial_game(out: Path, path: Any) -> Path | None:
+    """The game file a progress record names, when it exists inside the pool's ``json_2.1.1/`` tree at
+    trial depth (``json_2.1.1/<split>/<task>/<trial>/game.tw-pddl``); None otherwise. A pool folder may
+    be shared, and its trial folder is deleted when surplus, so the name is never trusted."""
+    if not isinstance(path, str) or Path(path).parts[:1] != ("json_2.1.1",) or len(Path(path).parts) < 5:
+        return None
+    try:
+        game = inside(out, path)
+    except UnsafePathError:
+        return None
+    return game if game.is_file() else None
+
+
 def trial_name(base_seed: int, index: int) -> str:
     return f"trial_S{base_seed}_{index:06d}"
 
@@ -514,8 +528,8 @@ def generate_pool(config: PoolConfig) -> dict[str, Any]:
                 continue
             if rec.get("seed_base") != config.seed or rec.get("max_expert_steps") != config.max_expert_steps:
                 continue
-            if rec["status"] == "ok" and not (out / rec["path"]).exists():
-                continue  # pruned earlier; build it again if it is needed now
+            if rec["status"] == "ok" and _trial_game(out, rec.get("path")) is None:
+                continue  # pruned earlier (or named outside the pool); build it again if it is needed now
             done[(rec["split"], rec["task_type"], rec["index"])] = rec
     quotas = _quotas(config.counts)
     next_index = {key: 0 for key in quotas}
@@ -636,7 +650,7 @@ def write_manifest(config: PoolConfig, done: dict, quotas: dict, plans: dict, el
                 continue
             if kept >= quotas[key] or rec["problem_sha256"] in seen_problems:
                 if complete:
-                    remove_trial((out / rec["path"]).parent)  # surplus from parallel overshoot
+                    remove_trial(_trial_game(out, rec["path"]).parent)  # surplus from parallel overshoot
                 continue
             seen_problems.add(rec["problem_sha256"])
             kept += 1

@@ -58,6 +58,7 @@ from seedbench.envs.action_parsing import check_projection, project_action
 from seedbench.envs.alfworld.data import POOL_FORMAT, SPLITS, TASK_TYPES, pool_checksum, sha256_file
 from seedbench.envs.alfworld.engine import ALFWORLD_VERSION, make_engine
 from seedbench.envs.text_env import TextEnv
+from seedbench.paths import UnsafePathError, inside
 
 WELCOME = "-= Welcome to TextWorld, ALFRED! =-"
 TASK_MARKER = "Your task is to: "
@@ -148,7 +149,12 @@ class GamePool:
                           "`seedbench data alfworld`", stacklevel=3)
         games: dict[str, list[GameRecord]] = {split: [] for split in SPLITS}
         for g in manifest["games"]:
-            games[g["split"]].append(GameRecord(g["id"], g["split"], g["task_type"], root / g["path"],
+            try:  # a pool may be shared: its manifest names game files inside it, nowhere else
+                game_file = inside(root, g["path"])
+            except UnsafePathError as err:
+                raise UnsafePathError(f"{root / 'manifest.json'}: game {g.get('id')!r}: {err}; regenerate the pool "
+                                      "with `seedbench data alfworld`") from err
+            games[g["split"]].append(GameRecord(g["id"], g["split"], g["task_type"], game_file,
                                                 g.get("floor_plan"), g.get("expert_steps"), g.get("sha256")))
         return cls(root, "generated", games, version=str(manifest.get("format", POOL_FORMAT)))
 
