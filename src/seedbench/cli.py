@@ -219,6 +219,7 @@ def main(argv: list[str] | None = None) -> int:
     threads.configure()  # OpenMP wait policy, before anything imports torch (seedbench.threads)
     from seedbench.config import ConfigError
     from seedbench.envs.contract import EnvContractError
+    from seedbench.jsonio import DiskFullError, RunFileError
     from seedbench.paths import UnsafePathError
     from seedbench.registry import UnknownNameError
 
@@ -228,8 +229,8 @@ def main(argv: list[str] | None = None) -> int:
             return _run_delegated(argv[0], argv[1:])
         args = build_parser().parse_args(argv)
         return args.func(args)
-    except (CLIError, ConfigError, UnknownNameError, EnvContractError, FileNotFoundError, ImportError,
-            UnsafePathError) as err:
+    except (CLIError, ConfigError, UnknownNameError, EnvContractError, FileNotFoundError, ImportError, DiskFullError,
+            RunFileError, UnsafePathError) as err:
         print(f"seedbench: error: {err}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

@@ -32,6 +32,7 @@ from typing import Any, Callable, Iterable, Sequence
 
 import torch
 
+from seedbench.jsonio import read_json
 from seedbench.training.rundir import RunDir
 
 
@@ -266,6 +267,9 @@ class RunDirReader(RunDir):
     def write_config(self, config: dict[str, Any]) -> None:
         pass
 
+    def read_summary(self) -> dict[str, Any]:
+        return read_json(self.file("summary.json"))  # rank 0 alone sets a damaged one aside
+
     def update_summary(self, **fields: Any) -> dict[str, Any]:
         return self.read_summary()
 
@@ -273,6 +277,12 @@ class RunDirReader(RunDir):
         pass
 
     def truncate_logs_after(self, iteration: int) -> None:
+        pass
+
+    def drop_records(self, name: str, unwanted) -> None:
+        pass
+
+    def set_aside_checkpoint(self, path, reason: str) -> None:
         pass
 
 

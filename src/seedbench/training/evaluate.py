@@ -1,8 +1,9 @@
 """Evaluation: the one loop behind training-time evaluation (`Trainer.evaluate`) and ``seedbench eval``.
 
 `Evaluator` plays the fixed held-out task list of a run config (``eval.*``) with the run's own step cap,
-history length, response budget, prompt transform, engine and env worker pool, under an RNG stream seeded
-from the run seed and the iteration, and returns one ``eval.jsonl`` record per split. The trainer owns one;
+history length, response budget, prompt transform, engine and env worker pool, each split under an RNG
+stream seeded from the run seed, the iteration and the split's place in the list, and returns one
+``eval.jsonl`` record per split. The trainer owns one;
 ``seedbench eval <run>`` rebuilds the run's resolved config from its ``config.yaml`` (flags override single
 fields and each override is printed), loads the run's latest checkpoint and its counters, and builds the
 same `Evaluator`, so it reproduces the run's last evaluation record at the run's seed.
@@ -91,16 +92,20 @@ class Evaluator:
                               temperature=cfg.eval.temperature, top_p=1.0, greedy=cfg.eval.temperature == 0,
                               **env_stop(self.env))
 
-    def run(self, counters: dict[str, int]) -> list[tuple[dict, list[Trajectory]]]:
-        """(record, trajectories) per split, under an RNG stream seeded by (run seed, iteration) and isolated
-        from the caller's, so inserting an evaluation does not change training (and a replay matches)."""
+    def run(self, counters: dict[str, int], splits: list[str] | None = None) -> list[tuple[dict, list[Trajectory]]]:
+        """(record, trajectories) per split (all, or those in `splits`). Each split draws from its own RNG
+        stream, seeded by (run seed, iteration, the split's place in the list) and isolated from the caller's,
+        so inserting an evaluation does not change training (and a replay matches), and a split evaluated
+        alone (a resumed run finishing an interrupted evaluation) gives the record it gives among the others."""
         from seedbench.progress import progress_bar
         from seedbench.training.trainer import _rng_isolated
 
         iteration = counters.get("iteration", 0)
         params, results = self.sampling(), []
-        with _rng_isolated(self.config.seed + 7919 * (iteration + 1)):
-            for split, tasks in self.tasks.items():
+        for index, (split, tasks) in enumerate(self.tasks.items()):
+            if splits is not None and split not in splits:
+                continue
+            with _rng_isolated(self.config.seed + 7919 * (iteration + 1) + 104729 * index):
                 if self.envs is None or len(self.envs) < len(tasks):
                     if self.envs is not None:
                         self.envs.close()
@@ -208,11 +213,11 @@ def evaluate_agent(agent: str, env_name: str | None = None, *, episodes: int | N
 
 
 def _checkpoint_counters(checkpoint: Path) -> dict[str, int]:
-    import torch
+    from seedbench.training.checkpoint_files import load_torch_file
 
     state = checkpoint / "state.pt"
     if state.exists():
-        return dict(torch.load(state, weights_only=False)["counters"])
+        return dict(load_torch_file(state, weights_only=False)["counters"])
     return {"iteration": int(checkpoint.name.split("_")[-1]) if checkpoint.name.startswith("it_") else 0}
 
 
@@ -230,18 +235,17 @@ def _evaluate_model(config: RunConfig, state: Path | None, counters: dict[str, i
                     ) -> list[tuple[dict, list[Trajectory]]]:
     """Rebuild what the trainer evaluates with (policy + checkpoint weights, engine, rollout scheduler,
     agent prompt hook, env pool) and run the shared `Evaluator` once."""
-    import torch
-
     from seedbench.engines.factory import close_engine, make_engine
     from seedbench.models.policy import load_policy
     from seedbench.registry import make_env, resolve_env
+    from seedbench.training.checkpoint_files import load_torch_file
     from seedbench.training.trainer import _seed_everything, build_agent, choose_rollout, make_env_batch
 
     alias = resolve_env(config.env).alias
     _seed_everything(config.seed)
     policy = load_policy(config.model, need_reference=False, seed=config.seed)
     if state is not None:
-        policy.model.load_state_dict(torch.load(state, map_location=policy.device))
+        policy.model.load_state_dict(load_torch_file(state, map_location=policy.device))
     engine = make_engine(config.engine, policy, config)
     env = make_env(alias, **config.env_kwargs)
     transform = None

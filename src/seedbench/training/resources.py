@@ -50,7 +50,7 @@ class ResourceMeter:
     def totals(self, ranks: list[dict[str, float]]) -> dict[str, Any]:
         """The ``resources`` entry of summary.json from every rank's `current` (one entry per process)."""
         before = self.previous
-        return {
+        totals = {
             "cpu_seconds": round(float(before.get("cpu_seconds", 0.0)) + sum(r["cpu_seconds"] for r in ranks), 2),
             "gpu_seconds": round(float(before.get("gpu_seconds", 0.0)) + sum(r["gpu_seconds"] for r in ranks), 2),
             "wall_seconds": round(float(before.get("wall_seconds", 0.0)) + max(r["wall_seconds"] for r in ranks), 2),
@@ -58,3 +58,6 @@ class ResourceMeter:
             "gpus": sum(1 for r in ranks if r["gpu_seconds"] > 0),
             "sessions": int(before.get("sessions", 0)) + 1,
         }
+        if before.get("incomplete"):  # earlier sessions' totals were lost (a damaged summary.json): say so for good
+            totals["incomplete"] = before["incomplete"]
+        return totals

@@ -10,13 +10,16 @@
         skills.jsonl      SEED agents: one skill per analysed trajectory
         token_signals.jsonl  per-token signals (SEED: gate, teacher − student gap) of a few trajectories
         tracking.json     run ids of the experiment-tracking sinks (--track), for resume
-        checkpoints/it_<k>/  model + optimizer + RNG state + counters
+        checkpoints/it_<k>/  model + optimizer + RNG state + counters; COMPLETE (written last) lists each
+                          file's size, so a checkpoint is resumed from only when every file is whole
         eval_tasks.json   the eval task list: split, seed, task id and type per task, the data provenance
         summary.json      versions (plugins included), git hash, model and data checksums, eval task-list
                           hashes, final metrics
 
 Files are written and read with `seedbench.jsonio` (whole-line fsynced appends, so a killed process
-leaves at most one torn last line, which readers skip; atomic JSON writes). Observers (the
+leaves at most one torn last line, which readers skip with a warning; atomic JSON writes). Whatever resume
+drops as damaged (a torn or corrupt line, an unreadable summary.json) is kept beside its file as
+``FILE.corrupt-<n>`` and named in a warning. Observers (the
 experiment-tracking sinks, `seedbench.tracking.Tracker`) see every appended record and summary write. On resume, lines written after the last
 checkpoint (an iteration that never finished) are removed, so nothing is counted twice and no record of
 a completed iteration is lost.
@@ -27,6 +30,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import warnings
 import shutil
 import subprocess
 import time
@@ -36,7 +40,8 @@ from typing import Any
 import yaml
 
 from seedbench.frames import FrameStore
-from seedbench.jsonio import append_jsonl, read_json, read_jsonl, write_json_atomic
+from seedbench.jsonio import (RunFileWarning, append_jsonl, keep_dropped, read_json_checked, read_jsonl,
+                              read_jsonl_lines, write_json_atomic)
 
 __all__ = ["RunDir", "append_jsonl", "read_jsonl", "write_json_atomic", "default_run_name", "git_hash",
            "package_versions"]
@@ -142,7 +147,24 @@ class RunDir:
         return yaml.safe_load(self.file("config.yaml").read_text())
 
     def read_summary(self) -> dict[str, Any]:
-        return read_json(self.file("summary.json"))
+        """summary.json; when it exists but is damaged, it is moved to ``summary.json.corrupt-<n>`` with a
+        warning, and what can be read back from it is returned: the resource totals when their object is
+        intact, else ``resources.incomplete`` saying that earlier sessions' totals are lost (so a resumed run
+        never restarts them silently)."""
+        path = self.file("summary.json")
+        summary, problem = read_json_checked(path)
+        if problem is None:
+            return summary
+        text = path.read_bytes()
+        kept = self.path / keep_dropped(path, text).name
+        path.unlink()
+        resources = _salvage_object(text.decode("utf-8", errors="replace"), "resources")
+        if resources is None:
+            resources = {"incomplete": f"summary.json was damaged ({kept.name}); totals of earlier sessions are lost"}
+        warnings.warn(f"{path}: {problem}; moved to {kept.name}, resource totals "
+                      + ("recovered from it" if "incomplete" not in resources else "of earlier sessions are lost"),
+                      RunFileWarning, stacklevel=2)
+        return {"resources": resources}
 
     def update_summary(self, **fields: Any) -> dict[str, Any]:
         summary = self.read_summary()
@@ -154,10 +176,38 @@ class RunDir:
 
     # -- checkpoints ------------------------------------------------------------------------------
     def latest_checkpoint(self) -> Path | None:
+        done = self.complete_checkpoints()
+        return done[0] if done else None
+
+    def complete_checkpoints(self) -> list[Path]:
+        """Checkpoints with their COMPLETE marker, newest first."""
         if not self.checkpoints.exists():
-            return None
+            return []
         done = [p for p in self.checkpoints.glob("it_*") if (p / "COMPLETE").exists()]
-        return max(done, key=lambda p: int(p.name.split("_")[1]), default=None)
+        return sorted(done, key=lambda p: int(p.name.split("_")[1]), reverse=True)
+
+    def checkpoint_problem(self, path: Path) -> str | None:
+        """Why checkpoint `path` cannot be trusted (a file missing or of another size than COMPLETE
+        recorded), or None."""
+        try:
+            manifest = json.loads((path / "COMPLETE").read_text())
+        except (OSError, json.JSONDecodeError):
+            return None  # a marker without a manifest: the files are checked when loaded
+        if not isinstance(manifest, dict):
+            return None
+        for name, size in manifest.get("files", {}).items():
+            file = path / name
+            if not file.exists():
+                return f"{file} is missing"
+            if file.stat().st_size != size:
+                return f"{file} is truncated ({file.stat().st_size} of {size} bytes)"
+        return None
+
+    def set_aside_checkpoint(self, path: Path, reason: str) -> None:
+        """Stop resuming from a damaged checkpoint: its COMPLETE marker becomes DAMAGED (with `reason`); the
+        files stay until the run saves that iteration again."""
+        (path / "DAMAGED").write_text(reason + "\n")
+        (path / "COMPLETE").unlink(missing_ok=True)
 
     def new_checkpoint_dir(self, iteration: int) -> Path:
         path = self.checkpoints / f"it_{iteration}"
@@ -167,25 +217,73 @@ class RunDir:
         return path
 
     def finish_checkpoint(self, path: Path, keep: int) -> None:
-        """Mark a checkpoint complete (written last, so a half-written one is never resumed from) and
-        prune older ones."""
-        (path / "COMPLETE").write_text(str(time.time()))
-        done = sorted((p for p in self.checkpoints.glob("it_*") if (p / "COMPLETE").exists()),
-                      key=lambda p: int(p.name.split("_")[1]))
-        for old in done[:-keep] if keep > 0 else []:
+        """Mark a checkpoint complete and prune older ones. The marker, COMPLETE, is written last (atomically,
+        after the files it lists are fsynced), so a half-written checkpoint is never resumed from, and it
+        records each file's size, so one truncated afterwards is noticed."""
+        files = {p.name: p.stat().st_size for p in sorted(path.iterdir()) if p.is_file() and p.name != "COMPLETE"}
+        write_json_atomic(path / "COMPLETE", {"time": time.time(), "files": files})
+        _fsync_dir(path)
+        done = self.complete_checkpoints()
+        for old in done[keep:] if keep > 0 else []:
             shutil.rmtree(old, ignore_errors=True)
         for partial in self.checkpoints.glob("it_*"):
-            if not (partial / "COMPLETE").exists():
+            if not (partial / "COMPLETE").exists() and not (partial / "DAMAGED").exists():
                 shutil.rmtree(partial, ignore_errors=True)
 
     def truncate_logs_after(self, iteration: int) -> None:
         """Drop records of iterations after `iteration` (they belong to an iteration that never
-        completed) and torn lines."""
+        completed). Torn or corrupt lines are dropped too, but kept in ``FILE.corrupt-<n>`` and named in a
+        warning."""
         for name in LOG_FILES:
-            path = self.file(name)
-            if not path.exists():
-                continue
-            kept = [r for r in read_jsonl(path) if int(r.get("iteration", 0)) <= iteration]
-            tmp = path.with_name(path.name + ".tmp")
-            tmp.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in kept))
-            os.replace(tmp, path)
+            self.drop_records(name, lambda r: int(r.get("iteration", 0)) > iteration)
+
+    def drop_records(self, name: str, unwanted) -> None:
+        """Rewrite log `name` without the records for which `unwanted(record)` is true (atomically); a line
+        that is not a JSON object is moved to ``FILE.corrupt-<n>`` with a warning, never lost silently."""
+        path = self.file(name)
+        if not path.exists():
+            return
+        kept, damaged = [], []
+        for number, raw, record in read_jsonl_lines(path):
+            if record is None:
+                damaged.append((number, raw if raw.endswith("\n") else raw + "\n"))
+            elif not unwanted(record):
+                kept.append(raw if raw.endswith("\n") else raw + "\n")
+        if damaged:
+            copy = keep_dropped(path, "".join(raw for _, raw in damaged))
+            warnings.warn(f"{path}: dropped {len(damaged)} torn or corrupt line(s) (line "
+                          f"{', '.join(str(n) for n, _ in damaged)}); kept in {copy.name}", RunFileWarning,
+                          stacklevel=2)
+        tmp = path.with_name(path.name + ".tmp")
+        with open(tmp, "w", encoding="utf-8") as handle:
+            handle.write("".join(kept))
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+
+
+def _salvage_object(text: str, key: str) -> dict[str, Any] | None:
+    """The JSON object that follows ``"key":`` in a damaged JSON document, when it is itself intact."""
+    at = text.find(f'"{key}":')
+    start = text.find("{", at) if at >= 0 else -1
+    if start < 0:
+        return None
+    try:
+        value, _ = json.JSONDecoder().raw_decode(text, start)
+    except json.JSONDecodeError:
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def _fsync_dir(path: Path) -> None:
+    """Make the renames inside directory `path` durable (a no-op where directories cannot be opened)."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)

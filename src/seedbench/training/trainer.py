@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import random
 import time
+import warnings
 from pathlib import Path
 from typing import Any, Callable
 
@@ -28,7 +29,9 @@ from seedbench.seeding import seed_everything as _seed_everything
 from seedbench.envs.batch import EnvBatch, LocalEnvs
 from seedbench.provenance import env_provenance, task_list_hash, write_eval_tasks
 from seedbench.training.evaluate import Evaluator, success_table  # noqa: F401 - re-exported
+from seedbench.jsonio import RunFileError, RunFileWarning
 from seedbench.training import distributed
+from seedbench.training.checkpoint_files import CheckpointFileError, load_torch_file, save_torch_atomic
 from seedbench.training.resources import ResourceMeter, gpus_held
 from seedbench.training.rundir import default_run_name, git_hash, package_versions
 from seedbench.models.scoring import forward_logprobs
@@ -128,8 +131,7 @@ class Trainer:
     # -- the loop ---------------------------------------------------------------------------------
     def train(self) -> Path:
         cfg = self.config
-        if not any(r.get("iteration") == 0 for r in self.run_dir.records("eval.jsonl")):
-            self.evaluate()
+        self._finish_evaluation(0)
         start = self.counters["iteration"] + 1
         for iteration in range(start, cfg.iterations + 1):
             self.iteration(iteration)
@@ -137,8 +139,8 @@ class Trainer:
                 self.evaluate()
             if iteration % cfg.save_every == 0 or iteration == cfg.iterations:
                 self.save_checkpoint()
-        if not any(r.get("iteration") == cfg.iterations for r in self.run_dir.records("eval.jsonl")) and cfg.iterations > 0:
-            self.evaluate()
+        if cfg.iterations > 0:
+            self._finish_evaluation(cfg.iterations)
         if cfg.save_final_model:
             self.dist.save_final_model(self.policy, self.run_dir.path / "final_model")  # [distributed] rank 0 writes
         self._write_summary(complete=True)
@@ -407,49 +409,84 @@ class Trainer:
         )
 
     # -- evaluation -------------------------------------------------------------------------------
-    def evaluate(self) -> dict[str, dict]:
+    def evaluate(self, splits: list[str] | None = None) -> dict[str, dict]:
         """Evaluate the current weights (`seedbench.training.evaluate.Evaluator`, shared with `seedbench eval`)
-        and log one eval.jsonl record per split, with its episodes."""
+        on every split (or those in `splits`) and log, per split, its episodes and then its eval.jsonl record:
+        the record is the commit point, so a split whose record exists has all its episodes logged."""
         results = {}
         iteration = self.counters["iteration"]
-        for record, trajectories in self.evaluator.run(self.counters):
-            split = record["split"]
-            self.run_dir.log("eval.jsonl", record)
-            for traj in trajectories:
-                episode = episode_record(traj, iteration, f"eval/{split}", float(traj.won), self.run_dir.save_frame)
-                self.run_dir.log("episodes.jsonl", episode)
-            results[split] = record
-            print(f"seedbench: eval {split} @ iteration {iteration}: "
-                  f"success micro={record['success_micro']:.3f} macro={record['success_macro']:.3f}"
-                  + (f" score={record['score']:.3f}" if "score" in record else ""), flush=True)
+        for split in splits if splits is not None else list(self.eval_tasks):
+            for record, trajectories in self.evaluator.run(self.counters, splits=[split]):
+                for traj in trajectories:
+                    episode = episode_record(traj, iteration, f"eval/{split}", float(traj.won), self.run_dir.save_frame)
+                    self.run_dir.log("episodes.jsonl", episode)
+                self.run_dir.log("eval.jsonl", record)
+                results[split] = record
+                print(f"seedbench: eval {split} @ iteration {iteration}: "
+                      f"success micro={record['success_micro']:.3f} macro={record['success_macro']:.3f}"
+                      + (f" score={record['score']:.3f}" if "score" in record else ""), flush=True)
         return results
+
+    def _finish_evaluation(self, iteration: int) -> None:
+        """Run the splits of the evaluation at `iteration` (the current weights) that have no eval.jsonl
+        record yet, after dropping the episodes an interrupted attempt logged for them, so a resumed run
+        ends with each split's record and episodes exactly once. Rank 0's view decides for every rank."""
+        recorded = {r.get("split") for r in self.run_dir.records("eval.jsonl") if r.get("iteration") == iteration}
+        missing = self.dist.broadcast_object([split for split in self.eval_tasks if split not in recorded])
+        if not missing:
+            return
+        phases = {f"eval/{split}" for split in missing}
+        self.run_dir.drop_records("episodes.jsonl",
+                                  lambda r: r.get("iteration") == iteration and r.get("phase") in phases)
+        self.evaluate(missing)
 
     # -- checkpoints and summary ------------------------------------------------------------------
     def save_checkpoint(self) -> Path | None:
+        """Model, optimizer and state files, each written atomically; COMPLETE (with their sizes) last."""
         rng_ranks = self.dist.all_gather_object(_rng_state())  # [distributed] each rank's stream; rank 0 saves
         model_state = self.dist.model_state(self.policy.model)  # [distributed] fsdp: full tensors, on every rank
         optimizer_state = self.dist.optimizer_state(self.optimizer)
         if not self.dist.is_main:
             return None
         path = self.run_dir.new_checkpoint_dir(self.counters["iteration"])
-        torch.save(dict(model_state), path / "model.pt")
-        torch.save(optimizer_state, path / "optimizer.pt")
+        save_torch_atomic(dict(model_state), path / "model.pt")
+        save_torch_atomic(optimizer_state, path / "optimizer.pt")
         state = {"counters": dict(self.counters), "rng": rng_ranks[0]}
         if len(rng_ranks) > 1:
             state["rng_ranks"] = rng_ranks
-        torch.save(state, path / "state.pt")
+        save_torch_atomic(state, path / "state.pt")
         self.run_dir.finish_checkpoint(path, self.config.keep_checkpoints)
         return path
 
     def _load_checkpoint(self, path: Path) -> None:
-        # [distributed] fsdp: each rank keeps its shard of the full tensors
-        self.dist.load_model_state(self.policy.model, torch.load(path / "model.pt", map_location=self.policy.device))
-        self.dist.load_optimizer_state(self.optimizer, torch.load(path / "optimizer.pt", map_location=self.policy.device))
-        state = torch.load(path / "state.pt", weights_only=False)
-        self.counters.update(state["counters"])
-        _set_rng_state(self.dist.rng_state_of_rank(state))
-        self.engine.sync_weights()
-        print(f"seedbench: resumed {self.run_dir.path} from iteration {self.counters['iteration']}", flush=True)
+        """Resume from checkpoint `path`, or, when one of its files is missing or damaged, from the newest
+        earlier complete checkpoint (with a warning naming the file; the damaged one is marked DAMAGED)."""
+        candidates = [path] + [p for p in self.run_dir.complete_checkpoints()
+                               if int(p.name.split("_")[1]) < int(path.name.split("_")[1])]
+        for candidate in candidates:
+            try:
+                problem = self.run_dir.checkpoint_problem(candidate)
+                if problem is not None:
+                    raise CheckpointFileError(problem)
+                model = load_torch_file(candidate / "model.pt", map_location=self.policy.device)
+                optimizer = load_torch_file(candidate / "optimizer.pt", map_location=self.policy.device)
+                state = load_torch_file(candidate / "state.pt", weights_only=False)
+            except CheckpointFileError as err:
+                warnings.warn(f"checkpoint {candidate.name} is not usable: {err}; trying the one before it",
+                              RunFileWarning, stacklevel=2)
+                self.run_dir.set_aside_checkpoint(candidate, str(err))
+                continue
+            # [distributed] fsdp: each rank keeps its shard of the full tensors
+            self.dist.load_model_state(self.policy.model, model)
+            self.dist.load_optimizer_state(self.optimizer, optimizer)
+            self.counters.update(state["counters"])
+            _set_rng_state(self.dist.rng_state_of_rank(state))
+            self.engine.sync_weights()
+            print(f"seedbench: resumed {self.run_dir.path} from iteration {self.counters['iteration']}", flush=True)
+            return
+        raise RunFileError(f"{self.run_dir.path}: no complete checkpoint can be loaded ({path.name} and every "
+                           "earlier one is damaged, see the warnings); restore the files or start the run again "
+                           "without --resume")
 
     def _write_summary(self, complete: bool) -> None:
         resources = self.resources.totals(self.dist.all_gather_object(self.resources.current()))
