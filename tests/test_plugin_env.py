@@ -341,6 +341,9 @@ def test_example_plugin_in_a_fresh_venv_lists_checks_evaluates_and_trains(tmp_pa
     assert where[0] == str(ROOT / "src" / "seedbench" / "__init__.py") and str(venv) in where[1]
 
     assert re.search(r"^guess +seedbench/Guess-v0 +find a hidden number", seedbench("envs"), re.MULTILINE)
+    from seedbench import __version__
+
+    assert seedbench("--version") == f"seedbench {__version__}\n"
     checked = seedbench("check-env", "guess")
     assert "(distribution guess-env 0.1.0)" in checked.splitlines()[0]
     assert checked.splitlines()[-1] == "seedbench: check-env guess: passed"
@@ -353,7 +356,7 @@ def test_example_plugin_in_a_fresh_venv_lists_checks_evaluates_and_trains(tmp_pa
     assert f"run complete: {out}" in trained
     metrics = (out / "metrics.jsonl").read_text().splitlines()
     assert len(metrics) == 2
-    made = subprocess.run([python, "-c", "import gymnasium, seedbench.registry as r; r.env_entries(); "
+    made = subprocess.run([python, "-c", "import gymnasium, seedbench.registry as r; r.ensure_envs_loaded(); "
                                          "print(gymnasium.make('seedbench/Guess-v0').reset(seed=1)[1]['task_id'])"],
                           capture_output=True, text=True, env=env, check=True).stdout
     assert made.strip() == "guess-2"
