@@ -93,3 +93,14 @@ def test_eval_of_a_seed_run_does_not_print_the_stage1_training_warning(tmp_path,
     assert main(["eval", "--agent", str(out)]) == 0
     printed = capsys.readouterr().out
     assert warning not in printed and "(test, 2 tasks, iteration 1)" in printed
+
+
+def test_a_non_zero_torchrun_rank_prints_neither_the_stage1_warning_nor_run_complete(tmp_path, capsys, monkeypatch):
+    """torchrun sets RANK; the lines the trainer does not print (the agent's, the CLI's) check it."""
+    monkeypatch.setenv("RANK", "1")  # WORLD_SIZE unset: one process, so the run itself is the usual one
+    out = tmp_path / "run"
+    assert main(["run", "--env", "choice", "--agent", "seed", "--model", "tiny", "--iterations", "1", "--output",
+                 str(out), "--set", "rollout.max_new_tokens=3", "rollout.tasks_per_batch=1", "rollout.group_size=2",
+                 "eval.num_tasks=2", "algo.analysis_max_new_tokens=4", "save_final_model=false"]) == 0
+    printed = capsys.readouterr().out
+    assert "analyzer-SFT" not in printed and "run complete" not in printed and (out / "summary.json").exists()
