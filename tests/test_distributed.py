@@ -296,6 +296,8 @@ def test_a_killed_rank_fails_the_run_cleanly_and_resume_completes_it(killed_and_
     out, returncode, output, failed = killed_and_resumed
     assert returncode != 0, output[-2000:]
     assert not failed["complete"] and failed["iterations_done"] < 4
+    # console lines come from rank 0 alone: iteration 1 and the first evaluation ran on both ranks
+    assert output.count("seedbench: iteration 1/4 ") == 1 and output.count("seedbench: eval test @ iteration 0:") == 1
     records = list(read_jsonl(out / "metrics.jsonl"))
     assert [r["iteration"] for r in records] == [1, 2, 3, 4]  # nothing counted twice
     assert [r["trajectories"] for r in records] == [8, 16, 24, 32]  # 4 tasks × 2 per iteration, all ranks counted

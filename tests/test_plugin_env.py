@@ -268,22 +268,64 @@ def test_import_seedbench_registers_the_built_ins_with_gymnasium_and_imports_not
 # The real thing: pip install into a fresh venv, then the CLI
 
 
+def _fresh_venv_seeing_this_interpreter(venv: Path) -> str:
+    """A venv whose ``python`` sees exactly this interpreter's packages, whatever interpreter runs the tests.
+
+    ``venv --system-site-packages`` would expose the *base* Python's site-packages instead (from inside a
+    virtualenv: not the virtualenv's, where seedbench's dependencies and build tools are), so the venv is
+    made plain, without pip, and a ``.pth`` file adds this interpreter's path entries after the venv's own
+    site-packages (where pip installs the plugin). Its ``python -m pip`` is this
+    interpreter's pip, building with this interpreter's setuptools."""
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=120)
+    python = str(venv / "bin" / "python")
+    own = subprocess.run([python, "-c", "import site; print(site.getsitepackages()[0])"], capture_output=True,
+                         text=True, check=True).stdout.strip()
+    entries = [os.path.abspath(entry) for entry in sys.path if entry and os.path.isdir(entry)]
+    # addsitedir, not bare paths: the .pth files there run too (an editable install's import hook)
+    (Path(own) / "seedbench_test_parent.pth").write_text(f"import site; list(map(site.addsitedir, {entries!r}))\n")
+    return python
+
+
+def _check_setuptools_builds_wheels(python: str) -> None:
+    """pip builds the example with the interpreter's setuptools (offline: no build isolation); setuptools
+    builds wheels on its own from 70.1, older ones need the `wheel` package. The `test` extra pins it."""
+    probe = ("import importlib.util, setuptools; version = tuple(int(p) for p in setuptools.__version__.split('.')[:2]); "
+             "print(version >= (70, 1) or importlib.util.find_spec('wheel') is not None)")
+    run = subprocess.run([python, "-c", probe], capture_output=True, text=True)
+    assert run.stdout.strip() == "True", (
+        f"{sys.executable} cannot build the example plugin offline: it needs setuptools>=70.1 (or the `wheel` "
+        f"package); install the test extra: pip install -e '.[test]'. {run.stdout}{run.stderr}")
+
+
+def _pip_install(python: str, project: Path) -> None:
+    run = subprocess.run([python, "-m", "pip", "install", "--no-deps", "--no-build-isolation", "--no-index",
+                          str(project)], timeout=300, capture_output=True, text=True)
+    assert run.returncode == 0, f"pip install of the example plugin failed:\n{run.stdout}\n{run.stderr}"
+
+
+def test_the_test_venv_sees_this_interpreters_packages_not_the_base_pythons(tmp_path):
+    python = _fresh_venv_seeing_this_interpreter(tmp_path / "venv")
+    code = "import sys, pytest, gymnasium; print(sys.prefix); print(pytest.__file__); print(gymnasium.__file__)"
+    prefix, pytest_file, gymnasium_file = subprocess.run([python, "-c", code], capture_output=True, text=True,
+                                                         check=True).stdout.split()
+    import gymnasium
+
+    assert prefix == str(tmp_path / "venv")
+    assert (pytest_file, gymnasium_file) == (pytest.__file__, gymnasium.__file__)
+
+
 @pytest.mark.slow
 def test_example_plugin_in_a_fresh_venv_lists_checks_evaluates_and_trains(tmp_path):
     """47 s on the shared 2-core CPU box (60 s under load): venv + pip ~5 s, the rest is five CLI processes."""
     start = time.perf_counter()
     venv = tmp_path / "venv"
-    # --without-pip: the venv's `python -m pip` is then the system pip, building with the system setuptools
-    # (the venv's bundled setuptools cannot build wheels without the `wheel` package).
-    subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", "--without-pip", str(venv)], check=True,
-                   timeout=120)
-    python = str(venv / "bin" / "python")
+    python = _fresh_venv_seeing_this_interpreter(venv)
+    _check_setuptools_builds_wheels(python)
     project = tmp_path / "guess-env"  # a copy: pip builds in place, the source tree stays clean
     project.mkdir()
     for name in ("pyproject.toml", "guess_env.py"):
         (project / name).write_text((EXAMPLE / name).read_text())
-    subprocess.run([python, "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation", "--no-index",
-                    str(project)], check=True, timeout=300, capture_output=True)
+    _pip_install(python, project)
     env = {**os.environ, "PYTHONPATH": str(ROOT / "src"), "SEEDBENCH_PROGRESS": "0"}
     env.pop("SEEDBENCH_ALFWORLD_DATA", None)
 
@@ -299,6 +341,9 @@ def test_example_plugin_in_a_fresh_venv_lists_checks_evaluates_and_trains(tmp_pa
     assert where[0] == str(ROOT / "src" / "seedbench" / "__init__.py") and str(venv) in where[1]
 
     assert re.search(r"^guess +seedbench/Guess-v0 +find a hidden number", seedbench("envs"), re.MULTILINE)
+    from seedbench import __version__
+
+    assert seedbench("--version") == f"seedbench {__version__}\n"
     checked = seedbench("check-env", "guess")
     assert "(distribution guess-env 0.1.0)" in checked.splitlines()[0]
     assert checked.splitlines()[-1] == "seedbench: check-env guess: passed"
@@ -311,7 +356,7 @@ def test_example_plugin_in_a_fresh_venv_lists_checks_evaluates_and_trains(tmp_pa
     assert f"run complete: {out}" in trained
     metrics = (out / "metrics.jsonl").read_text().splitlines()
     assert len(metrics) == 2
-    made = subprocess.run([python, "-c", "import gymnasium, seedbench.registry as r; r.env_entries(); "
+    made = subprocess.run([python, "-c", "import gymnasium, seedbench.registry as r; r.ensure_envs_loaded(); "
                                          "print(gymnasium.make('seedbench/Guess-v0').reset(seed=1)[1]['task_id'])"],
                           capture_output=True, text=True, env=env, check=True).stdout
     assert made.strip() == "guess-2"

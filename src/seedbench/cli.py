@@ -10,6 +10,7 @@
     seedbench sft-analyzer --env E --annotator A [...]
     seedbench experiment SPEC.yaml | report RUNS --out DIR | leaderboard submit|validate|build
     seedbench view RUN [--out DIR] [--serve]   trajectory-and-skill viewer of a run
+    seedbench --version
 
 Bad input (unknown env or agent, bad config key, missing file) is a one-line error naming the valid
 choices, never a traceback.
@@ -66,8 +67,11 @@ def cmd_run(args) -> int:
         config.output = args.resume
     from seedbench.training.trainer import train
 
+    import os
+
     path = train(config, resume=args.resume is not None)
-    print(f"seedbench: run complete: {path}")
+    if os.environ.get("RANK", "0") == "0":  # under torchrun, one line for the run, not one per rank
+        print(f"seedbench: run complete: {path}")
     return 0
 
 
@@ -121,13 +125,14 @@ def cmd_config(args) -> int:
 
 
 def cmd_envs(args) -> int:
+    from seedbench.extras import missing_packages
     from seedbench.registry import env_entries
 
     entries = sorted(env_entries().items())
     alias_width = max(len(alias) for alias, _ in entries)
     id_width = max(len(entry.env_id) for _, entry in entries)
     for alias, entry in entries:
-        extra = f"  [needs seedbench[{entry.requires}]]" if entry.requires else ""
+        extra = f"  [needs seedbench[{entry.requires}]]" if entry.requires and missing_packages(entry.requires) else ""
         print(f"{alias:<{alias_width}} {entry.env_id:<{id_width}} {entry.description}{extra}")
     return 0
 
@@ -161,7 +166,10 @@ def _run_delegated(name: str, argv: list[str]) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from seedbench import __version__
+
     parser = argparse.ArgumentParser(prog="seedbench", description="Agentic RL benchmark and trainers (SEED, GRPO, GiGPO).")
+    parser.add_argument("--version", action="version", version=f"seedbench {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
 
     run = sub.add_parser("run", help="train an agent on an env",

@@ -19,6 +19,7 @@ plugin envs join when the registry first loads them (any seedbench command, `env
 
 from __future__ import annotations
 
+import difflib
 import importlib
 import logging
 from dataclasses import dataclass, field
@@ -26,6 +27,10 @@ from importlib.metadata import EntryPoint, entry_points
 from typing import Any, Callable, Generic, TypeVar
 
 log = logging.getLogger(__name__)
+
+__all__ = ["AgentEntry", "EntryPointError", "EnvEntry", "RegistryConflictError", "UnknownNameError", "agent_entries",
+           "ensure_envs_loaded", "env_entries", "make_env", "register_agent", "register_env", "resolve_agent",
+           "resolve_env"]
 
 
 class UnknownNameError(ValueError):
@@ -195,7 +200,9 @@ class Registry(Generic[E]):
         self.load_plugins()
         entry = self._by_name.get(name)
         if entry is None:
-            raise UnknownNameError(f"unknown {self.kind} {name!r}; choose one of: {', '.join(sorted(self._entries))}")
+            close = difflib.get_close_matches(name, sorted(self._by_name), n=1)  # aliases and ids
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            raise UnknownNameError(f"unknown {self.kind} {name!r}{hint}; choose one of: {', '.join(sorted(self._entries))}")
         return entry
 
     def origin(self, name: str) -> str:
@@ -256,6 +263,12 @@ def register_builtin_envs() -> None:
     ENVS.load_builtins()
 
 
+def ensure_envs_loaded() -> None:
+    """Register every env, built-in and plugin, with seedbench and with Gymnasium, so that
+    ``gymnasium.make("seedbench/<plugin env>")`` works; idempotent (a later call does nothing)."""
+    ENVS.load_plugins()
+
+
 def env_entries() -> dict[str, EnvEntry]:
     """Every env, built-in and plugin, by alias (loads plugins and registers them with Gymnasium)."""
     return ENVS.entries()
@@ -283,9 +296,19 @@ def make_env(name: str, **kwargs: Any):
     except EntryPointError as err:
         raise EntryPointError(f"env {entry.alias!r} cannot be made: {err}") from err
     except ImportError as err:
+        if _names_seedbench(err):  # not a missing package: the env asks seedbench for a name it does not have
+            raise EntryPointError(f"env {entry.alias!r} cannot be made: it imports a seedbench name that does not "
+                                  f"exist ({' '.join(str(err).split())}); plugins import the API listed in "
+                                  "docs/adding_an_env.md") from err
         hint = f" Install it with: pip install 'seedbench[{entry.requires}]'" if entry.requires else ""
         raise ImportError(f"env {entry.alias!r} needs a missing package ({err}).{hint}") from err
     return guard(env.unwrapped, entry.alias)
+
+
+def _names_seedbench(err: ImportError) -> bool:
+    """Whether the import that failed is of a seedbench module (``No module named 'seedbench.x'``) or of a
+    name in one (``cannot import name 'Y' from 'seedbench.x'``): Python sets `name` to that module."""
+    return (err.name or "").partition(".")[0] == "seedbench"
 
 
 # ----------------------------------------------------------------------------------------------------

@@ -17,6 +17,8 @@ from __future__ import annotations
 import re
 from typing import Literal
 
+__all__ = ["CJK", "PROJECTIONS", "Projection", "check_projection", "extract_tag", "parse_choice", "project_action"]
+
 Projection = Literal["reference", "seedbench"]
 PROJECTIONS: tuple[str, ...] = ("reference", "seedbench")
 CJK = re.compile("[\u4e00-\u9fff]")

@@ -10,7 +10,8 @@ Failure handling, so one stuck or crashed game never stops a training run:
   it, so the limit is per call, not per batch);
 - a worker that misses the deadline is killed; a worker that dies is noticed at its next call; either way
   it is restarted at once, and every episode it hosted is *dropped*: `step_many` returns ``None`` for it
-  (now, or at its next step) until the env is reset again. Drops are counted in `stats`;
+  (now, or at its next step) until the env is reset again. Drops are counted in `stats`, and each
+  restart that drops episodes prints a one-line warning to stderr;
 - an exception inside one env's ``step`` drops only that episode (the worker lives on).
 
 `EnvPool` is thread-safe: calls from several threads that touch different workers run in parallel (an
@@ -24,6 +25,7 @@ Each worker makes its envs through `seedbench.registry.make_env`, so anything re
 from __future__ import annotations
 
 import multiprocessing as mp
+import sys
 import threading
 import time
 import traceback
@@ -236,6 +238,10 @@ class EnvPool(EnvBatch):
             self.stats.note(f"worker {worker}: {reason}; dropped episodes {lost}")
             self._live.difference_update(lost)
             self._dropped.update(lost)
+        if lost:  # otherwise the run only shows a count in rollout/dropped_episodes
+            print(f"seedbench: warning: env worker {worker} {reason}; restarted it, dropping {len(lost)} "
+                  f"episode{'s' if len(lost) != 1 else ''} (envs {', '.join(map(str, lost))}; counted in "
+                  "rollout/dropped_episodes)", file=sys.stderr, flush=True)
         self._workers[worker] = self._start(worker)
 
     def _run(self, op: str, calls: list[tuple[int, Any]]) -> list[Any]:

@@ -39,6 +39,8 @@ from typing import Any, ClassVar
 import gymnasium as gym
 from gymnasium import spaces
 
+__all__ = ["MAX_TEXT_LENGTH", "TEXT_CHARSET", "TextEnv", "UnicodeText", "text_space"]
+
 # Generous upper bound for the Text spaces. Gymnasium's Text space is only used for `check_env` and
 # sampling; the real constraint on length is the model's context.
 MAX_TEXT_LENGTH = 8192

@@ -15,6 +15,7 @@ with the default run config for ``--env``), ``random`` (a uniformly random admis
 
 from __future__ import annotations
 
+import dataclasses
 import random
 from pathlib import Path
 from typing import Any, Callable
@@ -266,6 +267,8 @@ def _agent_prompt_hook(config, policy, engine, env, run_dir, build_agent):
     from seedbench.training.rundir import RunDir
 
     agent_cls, agent_cfg = build_agent(config)
+    if getattr(agent_cfg, "expect_analyzer_sft", False):  # a warning about training (SEED's stage 1), not eval
+        agent_cfg = dataclasses.replace(agent_cfg, expect_analyzer_sft=False)
     context = AgentContext(policy, engine, env, RunDir(run_dir), config, None)
     return agent_cls(agent_cfg, context).transform_eval_prompt
 

@@ -199,8 +199,8 @@ class Trainer:
         for traj in trajectories:
             if traj.dropped:
                 self.run_dir.log("episodes.jsonl", episode_record(traj, iteration, "train", None, save_frame))
-        print(f"seedbench: iteration {iteration}/{cfg.iterations} success={metrics['rollout/success']:.3f} "
-              f"loss={metrics.get('train/loss', float('nan')):.4f} time={metrics['time/iteration_s']:.1f}s", flush=True)
+        self._say(f"seedbench: iteration {iteration}/{cfg.iterations} success={metrics['rollout/success']:.3f} "
+              f"loss={metrics.get('train/loss', float('nan')):.4f} time={metrics['time/iteration_s']:.1f}s")
         return metrics
 
     def update(self, prepared: PreparedUpdate, trajectories: list[Trajectory] = ()) -> dict[str, float]:
@@ -255,8 +255,8 @@ class Trainer:
                     check = self._check_engine_old(mini, samples, current, trajectories)
                     check_metrics = check.metrics()
                     if check.flagged:
-                        print(f"seedbench: WARNING iteration {self.counters['iteration'] + 1}: {check.message()}; "
-                              "optim.old_logprobs=engine falls back to a scoring pass", flush=True)
+                        self._say(f"seedbench: WARNING iteration {self.counters['iteration'] + 1}: {check.message()}; "
+                              "optim.old_logprobs=engine falls back to a scoring pass")
                         source, old_logp = "score", self.context.score(prompts, responses)  # weights not stepped yet
                         policy.model.train()
                         sums, current = run()
@@ -375,7 +375,7 @@ class Trainer:
         if check.tokens == 0:
             return {}
         if check.flagged:
-            print(f"seedbench: WARNING iteration {self.counters['iteration'] + 1}: {check.message()}", flush=True)
+            self._say(f"seedbench: WARNING iteration {self.counters['iteration'] + 1}: {check.message()}")
         return check.metrics()
 
     def _micro_batch(self, indices: list[int], samples: list[TrainSample], old_logp, ref_logp, want_entropy: bool,
@@ -422,9 +422,9 @@ class Trainer:
                     self.run_dir.log("episodes.jsonl", episode)
                 self.run_dir.log("eval.jsonl", record)
                 results[split] = record
-                print(f"seedbench: eval {split} @ iteration {iteration}: "
-                      f"success micro={record['success_micro']:.3f} macro={record['success_macro']:.3f}"
-                      + (f" score={record['score']:.3f}" if "score" in record else ""), flush=True)
+                self._say(f"seedbench: eval {split} @ iteration {iteration}: "
+                          f"success micro={record['success_micro']:.3f} macro={record['success_macro']:.3f}"
+                          + (f" score={record['score']:.3f}" if "score" in record else ""))
         return results
 
     def _finish_evaluation(self, iteration: int) -> None:
@@ -482,11 +482,16 @@ class Trainer:
             self.counters.update(state["counters"])
             _set_rng_state(self.dist.rng_state_of_rank(state))
             self.engine.sync_weights()
-            print(f"seedbench: resumed {self.run_dir.path} from iteration {self.counters['iteration']}", flush=True)
+            self._say(f"seedbench: resumed {self.run_dir.path} from iteration {self.counters['iteration']}")
             return
         raise RunFileError(f"{self.run_dir.path}: no complete checkpoint can be loaded ({path.name} and every "
                            "earlier one is damaged, see the warnings); restore the files or start the run again "
                            "without --resume")
+
+    def _say(self, line: str) -> None:
+        """Print a console line once per run: under torchrun only rank 0 prints."""
+        if self.dist.is_main:
+            print(line, flush=True)
 
     def _write_summary(self, complete: bool) -> None:
         resources = self.resources.totals(self.dist.all_gather_object(self.resources.current()))

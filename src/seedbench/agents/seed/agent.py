@@ -24,6 +24,7 @@ time, no update) and ``act_skills=True`` + ``opd_coef=0`` is Skill-GRPO (GRPO wi
 from __future__ import annotations
 
 import json
+import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -124,7 +125,8 @@ class SEEDAgent(GRPOAgent):
         if config.analyzer not in ANALYZERS:
             raise ConfigError(f"algo.analyzer: unknown {config.analyzer!r}; choose one of {', '.join(ANALYZERS)}")
         self.stage1 = self._stage1_marker()
-        if config.expect_analyzer_sft and self.stage1 is None and config.train:
+        rank_0 = os.environ.get("RANK", "0") == "0"  # under torchrun, one warning for the run
+        if config.expect_analyzer_sft and self.stage1 is None and config.train and rank_0:
             print("seedbench: warning: the starting model is not an analyzer-SFT checkpoint (`seedbench "
                   "sft-analyzer`); SEED without stage 1 is the seed-no-sft ablation. Watch seed/analysis_success_rate.",
                   flush=True)
