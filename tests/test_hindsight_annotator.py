@@ -97,6 +97,9 @@ def test_generic_rules_without_an_env_hook():
     assert texts == {"no_progress": "push at step 1, push at step 2, push at step 3 changed nothing",
                      "repeat": "push was repeated 3 times (steps 1-3)",
                      "fatal": "pull at step 4 ended the episode in failure"}
+    babble = trajectory([("a", "um", "", False, 0.0)] * 8, won=False, truncated=True, final="a")
+    assert generic_findings(episode_record(babble), ["um"] * 8)[0].text == (
+        '8 steps (1, 2, 3, 4, 5, 6, ...) gave no valid action (step 1 answered "um")')
     skill = parse_analysis(json.dumps(make_annotator("hindsight", make_env=never_make_env).analyse(stuck))).skill
     assert skill == ("In this episode, pull at step 4 ended the episode in failure. Avoid playing pull from the state "
                      "you were in at step 4; warning sign: the observation of step 4 coming back.")

@@ -65,6 +65,13 @@ def _steps_text(indices: list[int] | tuple[int, ...]) -> str:
     return words[0] if len(words) == 1 else f"{', '.join(words[:-1])} and {words[-1]}"
 
 
+def _listed(indices: list[int]) -> str:
+    """Step numbers, at most `MAX_STEPS_LISTED` of them."""
+    if len(indices) > MAX_STEPS_LISTED:
+        return ", ".join(str(i) for i in indices[:MAX_STEPS_LISTED]) + ", ..."
+    return _steps_text(indices)
+
+
 def _snippet(text: str) -> str:
     flat = " ".join((text or "").split())
     return flat if len(flat) <= RESPONSE_SNIPPET_CHARS else "..." + flat[-RESPONSE_SNIPPET_CHARS:]
@@ -77,9 +84,10 @@ def generic_findings(episode: EpisodeRecord, responses: list[str]) -> list[Findi
     invalid = [s for s in steps if not s.valid]
     if invalid:
         example = responses[invalid[0].index - 1] if invalid[0].index - 1 < len(responses) else ""
-        findings.append(Finding("invalid", f"step{'s' if len(invalid) > 1 else ''} {_steps_text([s.index for s in invalid])} "
-                                f"gave no valid action (step {invalid[0].index} answered \"{_snippet(example)}\")",
-                                tuple(s.index for s in invalid)))
+        which = (f"step {invalid[0].index}" if len(invalid) == 1 else
+                 f"{len(invalid)} steps ({_listed([s.index for s in invalid])})")
+        findings.append(Finding("invalid", f"{which} gave no valid action (step {invalid[0].index} answered "
+                                f"\"{_snippet(example)}\")", tuple(s.index for s in invalid)))
     stuck = [s for s in steps if s.valid and s.next_observation == s.observation]
     if stuck:
         shown = ", ".join(f"{s.action} at step {s.index}" for s in stuck[:3])
@@ -167,8 +175,8 @@ def write_analysis(episode: EpisodeRecord, responses: list[str], env_facts: list
         kept = {s.index for s in path}
         wasted = [s.index for s in episode.steps if s.valid and s.index not in kept]
         if wasted:
-            shown = _steps_text(wasted[:MAX_STEPS_LISTED]) + (", ..." if len(wasted) > MAX_STEPS_LISTED else "")
-            skill += f"; skip the {len(wasted)} move{'s' if len(wasted) > 1 else ''} that went nowhere (step{'s' if len(wasted) > 1 else ''} {shown})"
+            plural = "s" if len(wasted) > 1 else ""
+            skill += f"; skip the {len(wasted)} move{plural} that went nowhere (step{plural} {_listed(wasted)})"
         if invalid:
             skill += "; answer every step with one valid <action></action> tag"
         return {"episode_summary": summary, "episode_skill": skill + "."}
