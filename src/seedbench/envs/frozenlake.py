@@ -309,7 +309,8 @@ class FrozenLakeEnv(TextEnv):
             goal = next(((r, c) for r, row in enumerate(rows) for c, tile in enumerate(row) if tile == "G"), None)
             if goal is not None:
                 distance = abs(goal[0] - position[0]) + abs(goal[1] - position[1])
-                ranked.append((1, f"the walk stopped at {position}, {distance} move{'s' if distance != 1 else ''} from the goal at {goal}"))
+                moves = f"{distance} move{'s' if distance != 1 else ''}"
+                ranked.append((1, f"the walk stopped at {position}, {moves} from the goal at {goal}"))
         ranked.sort(key=lambda item: item[0])
         return [text for _, text in ranked[:4]]
 

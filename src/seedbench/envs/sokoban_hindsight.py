@@ -85,6 +85,7 @@ def sokoban_facts(episode: EpisodeRecord) -> list[str]:
             box = loose[0]
             target = min(targets, key=lambda t: abs(t[0] - box[0]) + abs(t[1] - box[1]))
             distance = abs(target[0] - box[0]) + abs(target[1] - box[1])
-            ranked.append((2, f"the box ended at {_cell(box)}, {distance} cell{'s' if distance != 1 else ''} from the target at {_cell(target)}"))
+            cells = f"{distance} cell{'s' if distance != 1 else ''}"
+            ranked.append((2, f"the box ended at {_cell(box)}, {cells} from the target at {_cell(target)}"))
     ranked.sort(key=lambda item: item[0])
     return [text for _, text in ranked[:MAX_FACTS]]

@@ -3,8 +3,8 @@
 1. Roll out the base policy (no skills) on training tasks, ``--tasks`` × ``--group-size`` (paper: 180 × 8)
    at ``--temperature`` (paper: 0.4).
 2. An annotator (`seedbench.agents.seed.annotators`: an OpenAI-compatible endpoint, a local HF model, or the
-   rule-based ``hindsight`` or answer-leaking ``oracle`` stand-ins) answers the analyzer prompt of §4 for every finished trajectory,
-   with its true outcome. Only parseable answers with a non-empty skill are kept.
+   rule-based stand-ins ``hindsight`` and the answer-leaking ``oracle``) answers the analyzer prompt of §4
+   for every finished trajectory, with its true outcome. Only parseable answers with a non-empty skill are kept.
 3. The policy is fine-tuned with next-token loss on the answer given the analyzer prompt (prompt tokens
    masked), ``--epochs`` 3 at ``--lr`` 5e-6 (text; paper uses 2e-6 for vision), with a 10 % validation
    split, by TRL's `SFTTrainer` on pre-tokenized examples: the prompt ids are exactly the ones stage 2
