@@ -196,7 +196,7 @@ def test_eval_of_builtin_agents_still_works(capsys):
 def test_stage1_flags_map_onto_its_typed_config(tmp_path, capsys):
     from seedbench.agents.seed.stage1 import STAGE1_FLAGS, Stage1Config, main, parse_config
 
-    config = parse_config(["--env", "sokoban", "--annotator", "scripted", "--model", "tiny", "--max-steps", "20",
+    config = parse_config(["--env", "sokoban", "--annotator", "oracle", "--model", "tiny", "--max-steps", "20",
                            "--lora-rank", "4", "--gradient-checkpointing", "--val-fraction", "0"])
     assert isinstance(config, Stage1Config) and config.model.name == "tiny" and config.model.lora_rank == 4
     assert config.model.gradient_checkpointing and config.max_steps == 20 and config.val_fraction == 0.0
@@ -208,7 +208,7 @@ def test_stage1_flags_map_onto_its_typed_config(tmp_path, capsys):
                           (["--max-steps", "3"], "rollout.max_steps: env choice has a fixed step cap of 1"),
                           (["--model", "/no/such/dir"], "model.name: /no/such/dir does not exist")]:
         out = tmp_path / "x"
-        assert main(["--env", "choice", "--annotator", "scripted", "--model", "tiny", "--output", str(out), *argv]) == 2
+        assert main(["--env", "choice", "--annotator", "hindsight", "--model", "tiny", "--output", str(out), *argv]) == 2
         err = capsys.readouterr().err
         assert message in err and err.count("\n") == 1, err
         assert not out.exists()

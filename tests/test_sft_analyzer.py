@@ -1,4 +1,4 @@
-"""SEED stage 1 (`seedbench sft-analyzer`): scripted annotation → SFT → a checkpoint SEED starts from;
+"""SEED stage 1 (`seedbench sft-analyzer`): hindsight annotation → SFT → a checkpoint SEED starts from;
 annotator errors are one clear line."""
 
 import json
@@ -20,7 +20,7 @@ pytestmark = pytest.mark.usefixtures("one_torch_thread")
 @pytest.fixture(scope="module")
 def stage1(tmp_path_factory):
     out = tmp_path_factory.mktemp("stage1") / "sft"
-    rc = main(["--env", "choice", "--annotator", "scripted", "--model", "tiny", "--tasks", "3", "--group-size", "4",
+    rc = main(["--env", "choice", "--annotator", "hindsight", "--model", "tiny", "--tasks", "3", "--group-size", "4",
                "--max-new-tokens", "3", "--epochs", "2", "--lr", "1e-3", "--output", str(out)])
     assert rc == 0
     return out
@@ -28,11 +28,14 @@ def stage1(tmp_path_factory):
 
 def test_stage1_writes_annotations_and_a_checkpoint_with_provenance(stage1):
     records = [json.loads(line) for line in (stage1 / "annotations.jsonl").read_text().splitlines()]
-    assert len(records) == 12 and all(r["ok"] and r["annotator"] == "scripted" for r in records)
-    assert all("choose right" in r["episode_skill"] for r in records)  # the choice env's rewarded side
+    assert len(records) == 12 and all(r["ok"] and r["annotator"] == "hindsight" for r in records)
+    # each analysis states its own episode's true outcome and names its step
+    assert all(r["episode_summary"].startswith("Success:" if r["won"] else "Failure:") for r in records)
+    assert all(r["episode_skill"].startswith("In this episode, ") and "step 1" in r["episode_skill"] for r in records)
     assert all("episode_success: " in r["analyzer_prompt"] for r in records)
     marker = json.loads((stage1 / "model" / MARKER).read_text())
     assert MARKER == ANALYZER_SFT_MARKER
+    assert marker["annotator_kind"] == "hindsight" and "trajectory alone" in marker["annotator_label"]
     assert marker["annotations_kept"] == 12 and marker["train_examples"] + marker["val_examples"] == 12
     assert marker["val_examples"] == 1  # 10 % of 12, rounded, at least one
     assert marker["val_loss_after"] < marker["val_loss_before"]  # the SFT really trained
@@ -138,3 +141,19 @@ def test_endpoint_annotator_speaks_openai_chat_completions(monkeypatch):
     assert seen["path"] == "/v1/chat/completions" and seen["auth"] == "Bearer sk-test"
     assert seen["body"]["model"] == "judge-1" and seen["body"]["temperature"] == 0.0
     assert seen["body"]["messages"] == [{"role": "user", "content": "analyse this"}]
+
+
+def test_scripted_is_an_alias_of_the_answer_leaking_oracle(capsys):
+    from seedbench.registry import make_env
+
+    annotator = make_annotator("scripted", make_env=lambda: make_env("choice"))
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "scripted is now oracle, which leaks the answer" in err
+    assert annotator.kind == "oracle" and "LEAKS THE ANSWER" in annotator.label
+    oracle = make_annotator("oracle", make_env=lambda: make_env("choice"))
+    assert capsys.readouterr().err == ""  # the new name does not warn
+    from seedbench.rollout.types import StepSample, TaskRef, Trajectory
+
+    lost = Trajectory("e", 0, TaskRef("train", 0), "choose left or right", won=False, final_observation="Nothing here.")
+    lost.steps.append(StepSample(0, "", [], [], [], "left", "You stand at a fork in the road.", "left", True, 0.0))
+    assert oracle.analyse(lost)["episode_skill"] == "Do not choose left; choose right."  # the hidden answer

@@ -110,7 +110,7 @@ def test_stage1_sft_analyzer_runs_on_a_vision_env_and_seed_starts_from_it(tmp_pa
     from seedbench.agents.seed.stage1 import MARKER, main
 
     out = tmp_path / "sft"
-    assert main(["--env", env, "--annotator", "scripted", "--model", "tiny-vlm", "--tasks", "2",
+    assert main(["--env", env, "--annotator", "hindsight", "--model", "tiny-vlm", "--tasks", "2",
                  "--group-size", "2", "--max-new-tokens", "3", "--max-steps", "1", "--epochs", "2", "--lr", "1e-3",
                  "--output", str(out)]) == 0
     marker = json.loads((out / "model" / MARKER).read_text())

@@ -8,9 +8,12 @@ Description
 Task text
     "choose left or right"
 Action grammar
-    ``<action>left</action>`` / ``<action>right</action>``. Parsing is lenient on purpose: the last
-    occurrence of the word ``left`` or ``right`` anywhere in the text counts, so that a tiny model with a
-    word-level vocabulary can produce valid actions without learning the tag format first.
+    ``<action>left</action>`` / ``<action>right</action>``: when the text has a complete action tag, the
+    last one counts (the ``seedbench`` projection of `seedbench.envs.action_parsing`) and its payload must
+    be ``left`` or ``right``. Without a tag, parsing is lenient on purpose, so that a tiny model with a
+    word-level vocabulary can produce valid actions without learning the tag format first: the text
+    (``<think>`` blocks left out) must name exactly one side, once or more. Text naming both sides is
+    invalid, so echoing the prompt ("Answer with left or right.", "choose left or right") earns nothing.
 Observation
     A short text line.
 Rewards
@@ -28,9 +31,12 @@ from __future__ import annotations
 
 import re
 
+from seedbench.envs.action_parsing import project_action
 from seedbench.envs.text_env import TextEnv
 
+SIDES = ("left", "right")
 _WORD_RE = re.compile(r"\b(left|right)\b", re.IGNORECASE)
+_THINK_RE = re.compile(r"<think>.*?</think>", re.DOTALL | re.IGNORECASE)
 
 
 class TwoChoiceEnv(TextEnv):
@@ -53,10 +59,29 @@ class TwoChoiceEnv(TextEnv):
 
     @staticmethod
     def parse_action(text: str) -> tuple[str, bool]:
-        words = _WORD_RE.findall(text or "")
-        if not words:
+        """The action tag's payload when there is a tag, else the one side the text names (module
+        docstring); naming both sides, as an echo of the prompt does, is invalid."""
+        payload = project_action(text, "seedbench")
+        if payload is not None:
+            return (payload.lower(), True) if payload.lower() in SIDES else (payload, False)
+        named = {word.lower() for word in _WORD_RE.findall(_THINK_RE.sub(" ", text or ""))}
+        if len(named) != 1:
             return "", False
-        return words[-1].lower(), True
+        return named.pop(), True
+
+    @staticmethod
+    def hindsight_facts(episode) -> list[str]:
+        """What each answer got (`seedbench.envs.hindsight`): the side named and the observation and reward
+        it earned, or why the answer was invalid."""
+        facts = []
+        for step in episode.steps:
+            if step.valid:
+                facts.append(f"answering {step.action} at step {step.index} got \"{step.next_observation.strip()}\" "
+                             f"(reward {step.reward:g})")
+            else:
+                facts.append(f"the answer at step {step.index} did not name exactly one side (or its action tag held "
+                             f"neither), so it was invalid")
+        return facts
 
     def _info(self) -> dict:
         return {

@@ -138,6 +138,18 @@ def render_map(desc: list[str], player: tuple[int, int]) -> str:
                      for r, row in enumerate(desc))
 
 
+def _map_rows(observation: str) -> list[list[str]] | None:
+    """The map of an observation as rows of tiles (the player as ``P``), or None when it is not one."""
+    rows = [line.split() for line in observation.splitlines() if line.strip() and not line.startswith("Legend")]
+    if not rows or len({len(r) for r in rows}) != 1 or any(t not in "SFHGP" or len(t) != 1 for r in rows for t in r):
+        return None
+    return rows
+
+
+def _player_cell(rows: list[list[str]]) -> tuple[int, int] | None:
+    return next(((r, c) for r, row in enumerate(rows) for c, tile in enumerate(row) if tile == "P"), None)
+
+
 def _map_split(desc: list[str], num_splits: int) -> int:
     digest = hashlib.blake2b("\n".join(desc).encode(), digest_size=8).digest()
     return int.from_bytes(digest, "little") % num_splits
@@ -261,6 +273,46 @@ class FrozenLakeEnv(TextEnv):
             return self._observation(), 0.0, False, False
         _, reward, terminated, _, _ = self.gym_env.step(ACTIONS.index(command))
         return self._observation(), float(reward), bool(terminated), True
+
+    # -- hindsight ------------------------------------------------------------------------------------
+
+    @staticmethod
+    def hindsight_facts(episode) -> list[str]:
+        """Facts about one finished episode from the maps the agent saw (`seedbench.envs.hindsight`), cells
+        as ``(row, column)`` from 0 at the top-left, most decisive first: the move into the hole or onto
+        the goal, slips (the player landed elsewhere than the action pointed), bumps into the edge, and
+        where a failed walk stopped. A tile is read from the observation *before* the player covers it."""
+        ranked: list[tuple[int, str]] = []
+        bumped = False
+        position = None
+        for step in episode.steps:
+            before, after = _map_rows(step.observation), _map_rows(step.next_observation)
+            if before is None or after is None or not step.valid or step.action not in MOVES:
+                continue
+            start, position = _player_cell(before), _player_cell(after)
+            if start is None or position is None:
+                continue
+            move = f"moving {step.action} at step {step.index}"
+            tile = before[position[0]][position[1]] if position != start else "P"
+            intended = (start[0] + MOVES[step.action][0], start[1] + MOVES[step.action][1])
+            if position != start and position != intended:
+                ranked.append((2, f"{move} slipped to {position} instead"))
+            if tile == "H":
+                ranked.append((0, f"{move} walked into the hole at {position}"))
+            elif tile == "G":
+                ranked.append((0, f"{move} reached the goal at {position}"))
+            elif position == start and not bumped:
+                bumped = True
+                ranked.append((3, f"{move} bumped into the edge and stayed at {position}"))
+        if position is not None and not episode.won and not any(rank == 0 for rank, _ in ranked):
+            rows = _map_rows(episode.steps[-1].next_observation) or []
+            goal = next(((r, c) for r, row in enumerate(rows) for c, tile in enumerate(row) if tile == "G"), None)
+            if goal is not None:
+                distance = abs(goal[0] - position[0]) + abs(goal[1] - position[1])
+                moves = f"{distance} move{'s' if distance != 1 else ''}"
+                ranked.append((1, f"the walk stopped at {position}, {moves} from the goal at {goal}"))
+        ranked.sort(key=lambda item: item[0])
+        return [text for _, text in ranked[:4]]
 
     # -- expert ---------------------------------------------------------------------------------------
 

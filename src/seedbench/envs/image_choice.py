@@ -11,8 +11,8 @@ Description
 Task text
     "the image is red or blue: say left for red, right for blue"
 Action grammar
-    ``<action>left</action>`` / ``<action>right</action>``; lenient like ``choice``: the last occurrence of
-    ``left`` or ``right`` anywhere in the text counts.
+    ``<action>left</action>`` / ``<action>right</action>``; lenient like ``choice``: without an action tag,
+    a text that names exactly one of ``left`` and ``right`` counts; naming both is invalid.
 Observation
     Text: a fixed line. Image: ``info["image"]``, uint8 (56, 56, 3), on reset and step (the image
     convention of docs/vlm.md); after the step, the same frame.

@@ -566,6 +566,14 @@ class SokobanEnv(TextEnv):
             raise RuntimeError("expert_plan() called before reset()")
         return solve(self.room_state, self.room_fixed)
 
+    @staticmethod
+    def hindsight_facts(episode) -> list[str]:
+        """Facts about one finished episode from its grids (`seedbench.envs.hindsight`): pushes onto, off
+        and into corners, blocked moves, where the box ended (`seedbench.envs.sokoban_hindsight`)."""
+        from seedbench.envs.sokoban_hindsight import sokoban_facts
+
+        return sokoban_facts(episode)
+
     def render(self):
         """``ansi`` (or no render mode): the text grid; ``rgb_array``: the frame (Gymnasium's modes)."""
         if self.room_state is None:

@@ -76,7 +76,9 @@ class TextEnv(gym.Env):
     ``expert_plan() -> list[str] | None``, the commands (action payloads, without tags) that solve the
     task from the current state, or None/[] when none is known. The ``scripted`` eval agent plays it
     (asking again whenever the plan runs out), `seedbench check-env` requires it to solve a sample of
-    tasks, and SEED's scripted annotator reads it.
+    tasks, and SEED's ``oracle`` annotator reads it (so its skills leak the answer). A second optional
+    hook, the static ``hindsight_facts(episode) -> list[str]`` (`seedbench.envs.hindsight`), gives SEED's
+    ``hindsight`` annotator facts about a finished episode read from its own observations.
 
     Class attributes read by the prompt builder and the trainer (override per env, per docs/method.md §7):
 

@@ -8,11 +8,18 @@ fine-tuned on. Never hard-wired; chosen with ``seedbench sft-analyzer --annotato
     local servers). Plain `urllib`, no client library.
 ``hf:<path or hub id>`` (or just an existing local path)
     A local Hugging Face causal LM, answering greedily through seedbench's own generation engine.
-``scripted``
-    **Not a model.** Rule-based analyses from the env's own data: the expert plan from the task's start
-    (`env.expert_plan()`, Sokoban and ALFWorld), the rewarded action (`env.rewarded`, the choice env), or
-    the trajectory's outcome and actions alone. For tests and CPU smoke runs of the pipeline; a policy
-    fine-tuned on these answers learns the JSON format, not analysis.
+``hindsight``
+    **Not a model.** Rule-based analyses written from the finished trajectory alone (task, observations,
+    actions, rewards, outcome) plus the env class's optional ``hindsight_facts`` hook
+    (`seedbench.agents.seed.hindsight`, `seedbench.envs.hindsight`): the decisive move, the fatal one,
+    invalid answers, loops, steps that changed nothing. It never builds an env, so it cannot read the
+    expert plan or any hidden state. For CPU runs of the pipeline with skills that are real hindsight.
+``oracle`` (alias ``scripted``, which prints a warning)
+    **Leaks the answer: hint distillation, not hindsight analysis.** Skills copy hidden env data: the
+    expert plan from the task's start (`env.expert_plan()`, Sokoban and ALFWorld) or the rewarded action
+    (`env.rewarded`, the choice env); only envs with neither fall back to the trajectory's outcome and
+    actions. A policy fine-tuned on these answers learns to repeat a hint it will not have at test time;
+    use it only as an upper-bound control or a pipeline smoke test.
 
 An annotator turns `AnnotationRequest` s into raw answer texts; the caller parses them with the same
 lenient parser stage 2 uses and keeps the parseable ones.
@@ -22,6 +29,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 import time
 import urllib.error
 import urllib.request
@@ -31,9 +39,13 @@ from typing import Any, Callable, Protocol
 
 DEFAULT_API_KEY_ENV = "OPENAI_API_KEY"
 BASE_URL_ENV = "SEEDBENCH_ANNOTATOR_BASE_URL"
-SCRIPTED_LABEL = "scripted (rule-based skills from the env's expert/outcome data; not a model)"
+ORACLE_LABEL = ("oracle (LEAKS THE ANSWER: hint distillation, skills copy the env's expert plan or rewarded "
+                "answer; not hindsight analysis, not a model)")
+SCRIPTED_ALIAS_WARNING = ("seedbench: warning: --annotator scripted is now oracle, which leaks the answer (its skills "
+                          "copy the expert plan or rewarded answer); use --annotator hindsight for analyses of the "
+                          "trajectory alone")
 OFFLINE_HINT = ("no annotator model is reachable offline: pass --annotator hf:<local model directory>, or "
-                "--annotator scripted for a rule-based smoke run (labelled as such)")
+                "--annotator hindsight for rule-based analyses of the trajectories (labelled as such)")
 
 
 class AnnotatorUnavailable(RuntimeError):
@@ -45,7 +57,7 @@ class AnnotationRequest:
     content: str
     """The analyzer prompt (docs/method.md §4) with the true outcome."""
     trajectory: Any
-    """The `seedbench.rollout.types.Trajectory` (scripted rules read its task, actions and outcome)."""
+    """The `seedbench.rollout.types.Trajectory` (the rule-based annotators read it directly)."""
 
 
 class Annotator(Protocol):
@@ -58,15 +70,16 @@ class Annotator(Protocol):
 
 
 # ----------------------------------------------------------------------------------------------------
-# scripted
+# oracle (leaks the answer)
 
 
-class ScriptedAnnotator:
-    """Rule-based analyses (see module docstring). `make_env` builds an env of the run's kind; it is reset
-    to each trajectory's task to read the expert plan from the start state."""
+class OracleAnnotator:
+    """Rule-based analyses from hidden env data (see module docstring: it leaks the answer). `make_env`
+    builds an env of the run's kind; it is reset to each trajectory's task to read the expert plan from the
+    start state."""
 
-    kind = "scripted"
-    label = SCRIPTED_LABEL
+    kind = "oracle"
+    label = ORACLE_LABEL
 
     def __init__(self, make_env: Callable[[], Any]):
         self.env = make_env()
@@ -231,12 +244,20 @@ class EndpointAnnotator:
 # ----------------------------------------------------------------------------------------------------
 
 
-def make_annotator(spec: str, *, make_env: Callable[[], Any], base_url: str | None = None,
+def make_annotator(spec: str, *, make_env: Callable[[], Any], env_cls: type | None = None, base_url: str | None = None,
                    api_key_env: str = DEFAULT_API_KEY_ENV, device: str = "auto", dtype: str = "auto",
                    max_new_tokens: int = 512) -> Annotator:
-    """Build the annotator named by `spec` (see module docstring)."""
+    """Build the annotator named by `spec` (see module docstring). `make_env` builds an env (only
+    ``oracle`` calls it); `env_cls` is the env's class, whose ``hindsight_facts`` hook ``hindsight`` reads."""
+    if spec == "hindsight":
+        from seedbench.agents.seed.hindsight import HindsightAnnotator
+
+        return HindsightAnnotator(env_cls)
     if spec == "scripted":
-        return ScriptedAnnotator(make_env)
+        print(SCRIPTED_ALIAS_WARNING, file=sys.stderr)
+        spec = "oracle"
+    if spec == "oracle":
+        return OracleAnnotator(make_env)
     if spec.startswith("openai:"):
         model = spec.split(":", 1)[1]
         url = base_url or os.environ.get(BASE_URL_ENV, "")
@@ -247,4 +268,5 @@ def make_annotator(spec: str, *, make_env: Callable[[], Any], base_url: str | No
         name = spec[3:] if spec.startswith("hf:") else spec
         return HFAnnotator(name, device=device, dtype=dtype, max_new_tokens=max_new_tokens)
     raise AnnotatorUnavailable(f"unknown annotator {spec!r}; use openai:<model> (with --base-url), hf:<model path or "
-                               f"hub id>, a local model directory, or scripted (rule-based, for smoke runs)")
+                               f"hub id>, a local model directory, hindsight (rule-based, from the trajectory) or oracle "
+                               f"(rule-based, leaks the answer)")

@@ -3,8 +3,8 @@
 1. Roll out the base policy (no skills) on training tasks, ``--tasks`` × ``--group-size`` (paper: 180 × 8)
    at ``--temperature`` (paper: 0.4).
 2. An annotator (`seedbench.agents.seed.annotators`: an OpenAI-compatible endpoint, a local HF model, or the
-   rule-based ``scripted`` stand-in) answers the analyzer prompt of §4 for every finished trajectory,
-   with its true outcome. Only parseable answers with a non-empty skill are kept.
+   rule-based stand-ins ``hindsight`` and the answer-leaking ``oracle``) answers the analyzer prompt of §4
+   for every finished trajectory, with its true outcome. Only parseable answers with a non-empty skill are kept.
 3. The policy is fine-tuned with next-token loss on the answer given the analyzer prompt (prompt tokens
    masked), ``--epochs`` 3 at ``--lr`` 5e-6 (text; paper uses 2e-6 for vision), with a 10 % validation
    split, by TRL's `SFTTrainer` on pre-tokenized examples: the prompt ids are exactly the ones stage 2
@@ -46,8 +46,9 @@ class Stage1Config:
     env: str = ""
     """Env alias or id (``seedbench envs``)."""
     annotator: str = ""
-    """``openai:<model>`` (with base_url), ``hf:<model path or hub id>``, a local model directory, or ``scripted``
-    (rule-based from env data; for tests and smoke runs only)."""
+    """``openai:<model>`` (with base_url), ``hf:<model path or hub id>``, a local model directory, ``hindsight``
+    (rule-based, from the trajectory alone), or ``oracle`` (rule-based; LEAKS THE ANSWER: copies the expert
+    plan or rewarded answer; alias ``scripted``)."""
     model: ModelConfig = field(default_factory=ModelConfig)
     """The base policy: rolled out, then fine-tuned (name, device, dtype, LoRA, gradient checkpointing)."""
     output: str | None = None
@@ -169,7 +170,8 @@ def run(args: Stage1Config) -> Path:
     if out.exists() and any(out.iterdir()):
         raise StageError(f"output directory {out} already exists; choose another --output")
 
-    annotator = make_annotator(args.annotator, make_env=lambda: make_env(entry.alias, **env_kwargs), base_url=args.base_url,
+    annotator = make_annotator(args.annotator, make_env=lambda: make_env(entry.alias, **env_kwargs),
+                               env_cls=env_class(entry), base_url=args.base_url,
                                api_key_env=args.api_key_env, device=args.model.device, dtype=args.model.dtype,
                                max_new_tokens=args.annotation_max_new_tokens)
     annotator.check()  # fail before the long rollout when the annotator cannot be used
@@ -262,7 +264,8 @@ def run(args: Stage1Config) -> Path:
     (model_dir / MARKER).write_text(json.dumps(provenance, indent=2))
     write_json_atomic(out / "sft_summary.json", {**provenance, "model_dir": str(model_dir.resolve()),
                                                  "time": {"rollout_s": t_rollout, "annotate_s": t_annotate}})
-    note = " (scripted annotator: rule-based skills, a pipeline smoke test, not a trained analyzer)" if annotator.kind == "scripted" else ""
+    note = {"oracle": " (oracle annotator: skills leak the answer; hint distillation, not a trained analyzer)",
+            "hindsight": " (hindsight annotator: rule-based analyses, not a model)"}.get(annotator.kind, "")
     print(f"seedbench: analyzer SFT checkpoint: {model_dir}{note}")
     print(f"seedbench: next: seedbench run --agent seed --env {entry.alias} --model {model_dir}")
     return model_dir
