@@ -322,3 +322,40 @@ def x_to_reach(x: Sequence[float], y: Sequence[float], threshold: float) -> floa
             frac = (threshold - y[i - 1]) / (y[i] - y[i - 1])
             return float(x[i - 1] + frac * (x[i] - x[i - 1]))
     return math.nan
+
+
+# ----------------------------------------------------------------------------------------------------
+# One run, before vs after
+
+
+def paired_difference_ci(
+    before: Sequence[float],
+    after: Sequence[float],
+    *,
+    confidence: float = CONFIDENCE,
+    n_resamples: int = DEFAULT_RESAMPLES,
+    seed: int = DEFAULT_SEED,
+) -> Interval:
+    """Mean of ``after - before`` over the same tasks, with a paired percentile-bootstrap interval.
+
+    One run evaluated on a fixed task list before and after training gives two outcomes per task; the
+    tasks (not the two evaluations) are the sampling unit, so a resample draws task indices with
+    replacement and keeps each task's pair together. The interval is about the task list's sampling
+    noise only: a single training seed says nothing about seed-to-seed variation (that needs several
+    runs and `bootstrap_ci`). Fewer than two tasks give a NaN interval.
+    """
+    x = np.asarray(before, dtype=float)
+    y = np.asarray(after, dtype=float)
+    if x.shape != y.shape or x.ndim != 1:
+        raise ValueError(f"before and after need one value per task each; got shapes {x.shape} and {y.shape}")
+    diff = y - x
+    point = float(diff.mean()) if diff.size else math.nan
+    if diff.size < 2:
+        return Interval(point, math.nan, math.nan, int(diff.size))
+    if np.ptp(diff) == 0:
+        return Interval(point, point, point, int(diff.size))
+    rng = np.random.default_rng(seed)
+    means = diff[rng.integers(0, diff.size, size=(n_resamples, diff.size))].mean(axis=1)
+    tail = (1 - confidence) / 2
+    low, high = np.quantile(means, [tail, 1 - tail])
+    return Interval(point, float(low), float(high), int(diff.size))

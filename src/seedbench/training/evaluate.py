@@ -47,6 +47,34 @@ def success_table(trajectories: list[Trajectory]) -> dict[str, Any]:
     }
 
 
+def before_after(first: dict, last: dict) -> dict[str, Any] | None:
+    """Held-out success of one split at the first and the last evaluation of a run, on the tasks both
+    evaluated (same ids, neither dropped), with the difference's paired 95 % bootstrap interval over tasks
+    (`seedbench.report.stats.paired_difference_ci`); None when the records carry no per-task outcomes."""
+    from seedbench.report.stats import paired_difference_ci
+
+    if "won" not in first or "won" not in last:
+        return None
+    before = dict(zip(first["task_ids"], first["won"]))
+    pairs = [(before[task], won) for task, won in zip(last["task_ids"], last["won"])
+             if won is not None and before.get(task) is not None]
+    if not pairs:
+        return None
+    interval = paired_difference_ci([float(b) for b, _ in pairs], [float(a) for _, a in pairs])
+    return {"split": last["split"], "tasks": len(pairs), "iterations": [first["iteration"], last["iteration"]],
+            "before": sum(b for b, _ in pairs) / len(pairs), "after": sum(a for _, a in pairs) / len(pairs),
+            "difference": interval.point, "ci95": [interval.low, interval.high]}
+
+
+def before_after_line(result: dict[str, Any]) -> str:
+    """The one console line a finished run ends with: did the held-out success move, and how surely."""
+    low, high = result["ci95"]
+    return (f"seedbench: held-out success on {result['split']} ({result['tasks']} tasks): {result['before']:.3f} at "
+            f"iteration {result['iterations'][0]} -> {result['after']:.3f} at iteration {result['iterations'][1]}; "
+            f"difference {result['difference']:+.3f}, 95% CI [{low:+.3f}, {high:+.3f}] (paired bootstrap over tasks, "
+            "one training seed)")
+
+
 def eval_tasks(config: RunConfig, env: Any) -> dict[str, list[TaskRef]]:
     """The fixed evaluation list: seeds 0..n-1 of each eval split, identical for every agent and run seed."""
     splits = config.eval.splits or [env.eval_split]
@@ -64,7 +92,9 @@ def eval_record(counters: dict[str, int], split: str, temperature: float, trajec
         "iteration": counters.get("iteration", 0), "trajectories": counters.get("trajectories", 0),
         "env_steps": counters.get("env_steps", 0), "generated_tokens": counters.get("generated_tokens", 0),
         "split": split, "num_tasks": len(trajectories), "temperature": temperature,
-        "task_ids": [t.task_id for t in trajectories], **success_table([t for t in trajectories if not t.dropped]),
+        "task_ids": [t.task_id for t in trajectories],
+        "won": [None if t.dropped else bool(t.won) for t in trajectories],
+        **success_table([t for t in trajectories if not t.dropped]),
     }
     scored = [t for t in trajectories if not t.dropped]
     if any(t.score is not None for t in scored):  # envs with a task score (WebShop): its mean, unscored = 0
