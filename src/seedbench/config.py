@@ -1,7 +1,8 @@
 """Run configuration: typed dataclasses documented field by field.
 
 Precedence: dataclass defaults < YAML recipe (``--config``) < CLI flags / ``--set key=value``. The
-resolved config is written to ``config.yaml`` in the run directory. The defaults are a *small CPU
+resolved config is written to ``config.yaml`` in the run directory; a resumed run starts from that file
+instead of the defaults (`seedbench.training.resume_config`). The defaults are a *small CPU
 budget* (2 × 2 episodes, 24 new tokens per step; a 15-step Sokoban update still took 20–39 minutes
 on the shared 2-core CI machine, docs/performance.md); ``configs/quickstart_cpu.yaml`` is the smaller
 smoke-run budget of the README, and paper-scale recipes live in ``configs/`` (e.g.
@@ -13,7 +14,8 @@ the valid keys.
 
 Validation happens at parse time (`build_config`, `validate_config`), before anything loads or is written:
 every field is checked against its annotation (``Literal`` enumerations, ``Annotated[..., Range(...)]``
-value ranges, types) by one generic checker that also checks the agent's config dataclass; then
+value ranges, types; every float must be finite) by one generic checker that also checks the agent's
+config dataclass; then
 cross-field checks that need the env or agent catalogue (env kwargs, splits, the step cap, the model path,
 the SEED analysis budgets against a context length known from the config). Errors are one line naming the
 field and the valid values. ``seedbench config`` prints every field with its type, default and the
@@ -62,7 +64,7 @@ class Range:
 
 @dataclass(frozen=True)
 class ZeroOrAtLeast:
-    """Allowed values 0 or ``>= low``, used as ``Annotated[float, Range(0), ZeroOrAtLeast(0.01)]`` for sampling
+    """Allowed values 0 or ``>= low``, used as ``Annotated[float, ZeroOrAtLeast(0.01)]`` for sampling
     temperatures: 0 means greedy, and a positive one below ``low`` divides the logits into overflow (inf
     and NaN probabilities that crash sampling), so it is refused before the run starts."""
 
@@ -93,7 +95,7 @@ Engine = Literal["auto", "hf", "vllm"]
 """Generation engines (`seedbench.engines.factory.ENGINE_NAMES`)."""
 DType = Literal["auto", "bf16", "bfloat16", "fp32", "float32", "fp16", "float16"]
 MIN_TEMPERATURE = 0.01
-Temperature = Annotated[float, Range(0), ZeroOrAtLeast(MIN_TEMPERATURE)]
+Temperature = Annotated[float, ZeroOrAtLeast(MIN_TEMPERATURE)]
 """A sampling temperature: 0 (greedy) or at least 0.01 (a smaller one overflows the scaled logits)."""
 MAX_NEW_TOKENS = 131_072
 """The largest per-step response budget accepted: 128k tokens, the longest context of common open models. A
