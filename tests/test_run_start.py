@@ -95,7 +95,6 @@ def test_allowed_changes_keep_the_previous_config(run_copy, capsys):
 
 @pytest.mark.parametrize("argv, message", [
     (["--resume"], "--resume needs the run directory: --resume DIR or --resume --output DIR"),
-    (["--allow-config-changes", "--output", "x"], "--allow-config-changes applies to --resume only"),
     (["--resume", "a", "--output", "b"], "--resume a and --output b name two directories; give the run once"),
 ])
 def test_resume_flags_misused_are_one_line(argv, message, capsys, tmp_path, monkeypatch):

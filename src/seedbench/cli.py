@@ -64,8 +64,6 @@ def cmd_run(args) -> int:
         overrides["seed"] = args.seeds[0]
     if args.resume is not None:
         config = _resume_config(args, overrides)
-    elif args.allow_config_changes:
-        raise CLIError("--allow-config-changes applies to --resume only")
     else:
         config = build_config(args.config, overrides)
     from seedbench.training.trainer import train
@@ -202,7 +200,7 @@ def build_parser() -> argparse.ArgumentParser:
                           "checkpointing and process layout (docs/architecture.md)")
     run.add_argument("--allow-config-changes", action="store_true",
                      help="with --resume: accept flags that change other fields of the run's config.yaml (the "
-                          "old file is kept as config.previous-N.yaml)")
+                          "old file is kept as config.previous-N.yaml); without --resume nothing to accept")
     run.add_argument("--set", nargs="+", action="extend", metavar="KEY=VALUE",
                      help="config overrides, e.g. optim.lr=1e-6 (all fields: `seedbench config`)")
     run.add_argument("--track", action="append", metavar="SINK",
