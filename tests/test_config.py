@@ -21,7 +21,7 @@ def _hf_dir(tmp_path, context: int) -> Path:
 
 @pytest.mark.parametrize("argv, message", [
     (["--set", "rollout.group_size=0"], "rollout.group_size: 0 is out of range; must be >= 1"),
-    (["--set", "rollout.temperature=-1"], "rollout.temperature: -1.0 is out of range; must be >= 0"),
+    (["--set", "rollout.temperature=-1"], "rollout.temperature: -1.0 is out of range; must be 0 or >= 0.01"),
     (["--set", "rollout.top_p=0"], "rollout.top_p: 0.0 is out of range; must be in (0, 1]"),
     (["--model", "/no/such/dir"], "model.name: /no/such/dir does not exist; pass an HF checkpoint directory, a hub id"),
     (["--set", "rollout.reward=succes"], "rollout.reward: unknown 'succes'; choose one of: return, success"),

@@ -1,7 +1,8 @@
 """The ``seedbench`` command line.
 
     seedbench run --agent grpo --env sokoban [--model M] [--seed S] [--iterations K] [--config Y]
-                  [--output DIR] [--resume] [--track tensorboard,wandb,mlflow] [--set key=value ...]
+                  [--output DIR] [--resume [DIR]] [--allow-config-changes] [--track tensorboard,wandb,mlflow]
+                  [--set key=value ...]
     seedbench eval --agent <run dir|checkpoint dir|random|scripted> [--env sokoban] [--episodes N] [--set k=v ...]
     seedbench config [--agent NAME]          every run config field: type, default, documentation
     seedbench envs | agents
@@ -62,17 +63,34 @@ def cmd_run(args) -> int:
     overrides = _run_overrides(args)
     if args.seeds:
         overrides["seed"] = args.seeds[0]
-    config = build_config(args.config, overrides)
-    if isinstance(args.resume, str):
-        config.output = args.resume
+    if args.resume is not None:
+        config = _resume_config(args, overrides)
+    else:
+        config = build_config(args.config, overrides)
     from seedbench.training.trainer import train
 
     import os
 
-    path = train(config, resume=args.resume is not None)
+    path = train(config, resume=args.resume is not None, allow_config_changes=args.allow_config_changes)
     if os.environ.get("RANK", "0") == "0":  # under torchrun, one line for the run, not one per rank
         print(f"seedbench: run complete: {path}")
     return 0
+
+
+def _resume_config(args, overrides: dict):
+    """`--resume DIR` or `--resume --output DIR`: the run's saved config.yaml with this command's flags on top
+    (`seedbench.training.resume_config`); the trainer refuses changes the run cannot take."""
+    from pathlib import Path
+
+    from seedbench.training.resume_config import resume_base
+
+    directory = args.resume if isinstance(args.resume, str) else args.output
+    if directory is None:
+        raise CLIError("--resume needs the run directory: --resume DIR or --resume --output DIR")
+    if isinstance(args.resume, str) and args.output and Path(args.output).resolve() != Path(args.resume).resolve():
+        raise CLIError(f"--resume {args.resume} and --output {args.output} name two directories; give the run once")
+    overrides.pop("output", None)
+    return resume_base(Path(directory), args.config, overrides)
 
 
 def _run_seeds_as_experiment(args) -> int:
@@ -185,7 +203,12 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--config", help="YAML recipe (see configs/)")
     run.add_argument("--output", help="exact run directory (default runs/<env>__<agent>__<model>__s<seed>__<time>)")
     run.add_argument("--resume", nargs="?", const=True, default=None,
-                     help="continue the run in --output (or the given directory) from its last checkpoint")
+                     help="continue the run in --output (or the given directory) from its last checkpoint, under its "
+                          "saved config.yaml; flags that change it are an error except iterations, --track, "
+                          "checkpointing and process layout (docs/architecture.md)")
+    run.add_argument("--allow-config-changes", action="store_true",
+                     help="with --resume: accept flags that change other fields of the run's config.yaml (the "
+                          "old file is kept as config.previous-N.yaml); without --resume nothing to accept")
     run.add_argument("--set", nargs="+", action="extend", metavar="KEY=VALUE",
                      help="config overrides, e.g. optim.lr=1e-6 (all fields: `seedbench config`)")
     run.add_argument("--track", action="append", metavar="SINK",

@@ -1,7 +1,8 @@
 """Run configuration: typed dataclasses documented field by field.
 
 Precedence: dataclass defaults < YAML recipe (``--config``) < CLI flags / ``--set key=value``. The
-resolved config is written to ``config.yaml`` in the run directory. The defaults are a *small CPU
+resolved config is written to ``config.yaml`` in the run directory; a resumed run starts from that file
+instead of the defaults (`seedbench.training.resume_config`). The defaults are a *small CPU
 budget* (2 × 2 episodes, 24 new tokens per step; a 15-step Sokoban update still took 20–39 minutes
 on the shared 2-core CI machine, docs/performance.md); ``configs/quickstart_cpu.yaml`` is the smaller
 smoke-run budget of the README, and paper-scale recipes live in ``configs/`` (e.g.
@@ -13,7 +14,8 @@ the valid keys.
 
 Validation happens at parse time (`build_config`, `validate_config`), before anything loads or is written:
 every field is checked against its annotation (``Literal`` enumerations, ``Annotated[..., Range(...)]``
-value ranges, types) by one generic checker that also checks the agent's config dataclass; then
+value ranges, types; every float must be finite) by one generic checker that also checks the agent's
+config dataclass; then
 cross-field checks that need the env or agent catalogue (env kwargs, splits, the step cap, the model path,
 the SEED analysis budgets against a context length known from the config). Errors are one line naming the
 field and the valid values. ``seedbench config`` prints every field with its type, default and the
@@ -23,6 +25,7 @@ documentation written under it here (`field_docs`).
 from __future__ import annotations
 
 import dataclasses
+import math
 import re
 from dataclasses import dataclass, field, fields
 from pathlib import Path
@@ -51,11 +54,34 @@ class Range:
         return self.high is None or (value < self.high if self.high_open else value <= self.high)
 
     def __str__(self) -> str:
+        low, high = _number_text(self.low), _number_text(self.high)
         if self.high is None:
-            return f"{'>' if self.low_open else '>='} {self.low:g}"
+            return f"{'>' if self.low_open else '>='} {low}"
         if self.low is None:
-            return f"{'<' if self.high_open else '<='} {self.high:g}"
-        return f"in {'(' if self.low_open else '['}{self.low:g}, {self.high:g}{')' if self.high_open else ']'}"
+            return f"{'<' if self.high_open else '<='} {high}"
+        return f"in {'(' if self.low_open else '['}{low}, {high}{')' if self.high_open else ']'}"
+
+
+@dataclass(frozen=True)
+class ZeroOrAtLeast:
+    """Allowed values 0 or ``>= low``, used as ``Annotated[float, ZeroOrAtLeast(0.01)]`` for sampling
+    temperatures: 0 means greedy, and a positive one below ``low`` divides the logits into overflow (inf
+    and NaN probabilities that crash sampling), so it is refused before the run starts."""
+
+    low: float
+
+    def contains(self, value: float) -> bool:
+        return value == 0 or value >= self.low
+
+    def __str__(self) -> str:
+        return f"0 or >= {_number_text(self.low)}"
+
+
+def _number_text(value: float | None) -> str:
+    """Bounds as people write them: whole numbers in full (``4294967295``, not ``4.29497e+09``)."""
+    if value is None:
+        return ""
+    return str(int(value)) if float(value).is_integer() else f"{value:g}"
 
 
 Count = Annotated[int, Range(1)]
@@ -68,6 +94,18 @@ UnitInterval = Annotated[float, Range(0, 1, low_open=True)]
 Engine = Literal["auto", "hf", "vllm"]
 """Generation engines (`seedbench.engines.factory.ENGINE_NAMES`)."""
 DType = Literal["auto", "bf16", "bfloat16", "fp32", "float32", "fp16", "float16"]
+MIN_TEMPERATURE = 0.01
+Temperature = Annotated[float, ZeroOrAtLeast(MIN_TEMPERATURE)]
+"""A sampling temperature: 0 (greedy) or at least 0.01 (a smaller one overflows the scaled logits)."""
+MAX_NEW_TOKENS = 131_072
+"""The largest per-step response budget accepted: 128k tokens, the longest context of common open models. A
+budget is also checked against the model's own context length where the config tells it
+(`context_length`); this cap stops a typo (``1000000000000``) that would otherwise pass and then fail to
+allocate the generation cache after the run directory exists."""
+TokenBudget = Annotated[int, Range(1, MAX_NEW_TOKENS)]
+MAX_SEED = 2**32 - 1
+"""Seeds are 32-bit: NumPy's seeding takes non-negative integers and keeps 32 bits of the global stream,
+torch takes at most 64; derived seeds (``seed + 7919 · (iteration + 1)``) stay within both."""
 
 
 @dataclass
@@ -102,11 +140,11 @@ class RolloutConfig:
     group_size: Count = 2
     """N: rollouts per task, all from the same initial state (paper: 8; 2 is the smallest group with a
     GRPO signal, the CPU default)."""
-    max_new_tokens: Count = 24
-    """Per-step response budget (paper: 512). Small on purpose: on a 2-core CPU a decode step of the
+    max_new_tokens: TokenBudget = 24
+    """Per-step response budget (paper: 512; at most 131072, and below the model's context length). Small on purpose: on a 2-core CPU a decode step of the
     135M model costs ~0.2 s whatever the batch (memory-bound), so this sets most of the rollout time."""
-    temperature: NonNegative = 1.0
-    """Sampling temperature of training rollouts (0 = greedy)."""
+    temperature: Temperature = 1.0
+    """Sampling temperature of training rollouts (0 = greedy; else at least 0.01)."""
     top_p: UnitInterval = 1.0
     """Nucleus sampling mass of training rollouts (1 = off)."""
     max_steps: Count | None = None
@@ -176,11 +214,11 @@ class EvalConfig:
     num_tasks: Count = 4
     """Held-out tasks per evaluation (CPU default; ALFWorld protocol card: 128). The list is fixed and
     recorded."""
-    temperature: NonNegative = 0.4
-    """Evaluation sampling temperature (SEED paper: 0.4; 0 = greedy)."""
+    temperature: Temperature = 0.4
+    """Evaluation sampling temperature (SEED paper: 0.4; 0 = greedy; else at least 0.01)."""
     splits: list[str] = field(default_factory=list)
     """Splits to evaluate; empty = the env's `eval_split` (ALFWorld: valid_seen; add valid_unseen)."""
-    max_new_tokens: Count | None = None
+    max_new_tokens: TokenBudget | None = None
     """Per-step response budget at evaluation; None = ``rollout.max_new_tokens``."""
 
 
@@ -245,8 +283,8 @@ class RunConfig:
     """Env alias or Gymnasium id (``seedbench envs``)."""
     agent: str = "grpo"
     """Agent name (``seedbench agents``); its coefficients are ``algo`` (``seedbench config --agent NAME``)."""
-    seed: int = 0
-    """Seeds the model init (tiny), training task draws, sampling and evaluation."""
+    seed: Annotated[int, Range(0, MAX_SEED)] = 0
+    """Seeds the model init (tiny), training task draws, sampling and evaluation; 0 to 2**32 − 1."""
     iterations: NonNegativeInt = 2
     """RL updates."""
     output: str | None = None
@@ -289,6 +327,11 @@ class RunConfig:
     token_signal_trajectories: NonNegativeInt = 2
     """Trajectories per iteration whose per-token signals (SEED: gate and teacher − student gap) are saved
     to ``token_signals.jsonl`` for ``seedbench view``; 0 = none. Small by default to bound disk."""
+    probe_env_seeding: bool = True
+    """Before ``run`` and ``eval`` use the env, reset one instance to seed 0, then 1, then 0 again and require
+    the same first observation and info twice (`seedbench.envs.checks.probe_reset_seeding`): an env whose
+    reset ignores its seed gives group members different boards and changes the eval tasks under the same
+    task hash. Three resets, in-process; false skips it for an env that cannot reset twice cheaply."""
 
 
 # ----------------------------------------------------------------------------------------------------
@@ -311,7 +354,7 @@ def check_value(value: Any, hint: Any, where: str) -> Any:
         base, *extras = get_args(hint)
         value = check_value(value, base, where)
         for extra in extras:
-            if isinstance(extra, Range) and value is not None and not extra.contains(value):
+            if isinstance(extra, (Range, ZeroOrAtLeast)) and value is not None and not extra.contains(value):
                 raise ConfigError(f"{where}: {value!r} is out of range; must be {extra}")
         return value
     if origin is Union or type(hint) is type(int | None):
@@ -341,6 +384,8 @@ def check_value(value: Any, hint: Any, where: str) -> Any:
     if hint is float:
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             raise ConfigError(f"{where}: expected a number, got {value!r}")
+        if not math.isfinite(value):  # NaN passes every range comparison; inf overflows what it scales
+            raise ConfigError(f"{where}: {value!r} is not a finite number")
         return float(value)
     if hint is str and not isinstance(value, str):
         raise ConfigError(f"{where}: expected a string, got {value!r}")
@@ -441,7 +486,7 @@ def type_text(hint: Any) -> str:
     origin = get_origin(hint)
     if origin is Annotated:
         base, *extras = get_args(hint)
-        ranges = [str(e) for e in extras if isinstance(e, Range)]
+        ranges = [str(e) for e in extras if isinstance(e, (Range, ZeroOrAtLeast))]
         return " ".join([type_text(base), *ranges])
     if origin is Literal:
         return "one of: " + ", ".join(map(str, get_args(hint)))
@@ -576,6 +621,8 @@ def validate_config(config: RunConfig, *, check_host: bool = True) -> RunConfig:
     from seedbench.tracking import check_track
 
     config.track = check_track(config.track, installed=check_host)
+    if config.output:
+        _check_output(config.output)
     if check_host:
         _check_model_path(config.model.name)
         if config.engine == "vllm":
@@ -682,6 +729,17 @@ def resolve_step_cap(env_name: str, env_cls: type | None, max_steps: int | None,
             return max_steps, env_kwargs
     env_kwargs["max_steps"] = max_steps
     return max_steps, env_kwargs
+
+
+def _check_output(output: str) -> None:
+    """The run directory must be a directory or creatable as one: not an existing file, not under one."""
+    path = Path(output).expanduser()
+    for place in (path, *path.parents):
+        if place.exists():
+            if not place.is_dir():
+                where = "is a file" if place == path else f"lies under the file {place}"
+                raise ConfigError(f"output: {output} {where}, not a directory; choose another --output")
+            return
 
 
 _HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*(/[\w.-]+)?$")

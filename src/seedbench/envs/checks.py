@@ -133,6 +133,37 @@ def _first_difference(a: str, b: str) -> str:
     return f"first difference at character {at}: {short(a[max(0, at - 20):at + 40])} vs {short(b[max(0, at - 20):at + 40])}"
 
 
+def probe_reset_seeding(env: Any, name: str, seed: int = 0) -> None:
+    """The cheap start-up form of the determinism check, for `seedbench run` and `seedbench eval`: reset
+    `env` to `seed`, to another seed, and to `seed` again (first split), and require the same observation
+    and info twice. An env whose reset ignores its seed would otherwise give a group's members different
+    tasks and change the eval tasks under the same task hash, silently; only `seedbench check-env` saw it.
+    The global `random` and NumPy streams are restored afterwards, so a run draws exactly what it would
+    have drawn without the probe. Raises `EnvContractError` (one line: the env, the call, the fix)."""
+    import numpy as np
+
+    split = env.splits[0]
+    saved = random.getstate(), np.random.get_state()
+    try:
+        first = _reset_fingerprint(env, split, seed)
+        env.reset(seed=seed + 1, options={"split": split})
+        again = _reset_fingerprint(env, split, seed)
+    finally:
+        random.setstate(saved[0])
+        np.random.set_state(saved[1])
+    if first != again:
+        raise EnvContractError(
+            f"env {name!r}: reset(seed={seed}, options={{'split': {split!r}}}) gave a different first observation "
+            f"the second time ({_first_difference(first, again)}); envs must honour reset(seed=...): pick the task "
+            f"from (split, seed) and draw randomness only from self.np_random after super().reset(seed=seed) "
+            f"(`seedbench check-env {name}`; probe_env_seeding=false skips this probe)")
+
+
+def _reset_fingerprint(env: Any, split: str, seed: int) -> str:
+    obs, info = env.reset(seed=seed, options={"split": split})
+    return repr((obs, _digest_image(info)))
+
+
 # ----------------------------------------------------------------------------------------------------
 # The checks
 

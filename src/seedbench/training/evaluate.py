@@ -256,6 +256,7 @@ def _evaluate_builtin(agent: str, config: RunConfig) -> list[dict]:
     from seedbench.registry import make_env
 
     env = make_env(config.env, **config.env_kwargs)
+    _probe(config, env)
     choose = _random_choice(random.Random(config.seed)) if agent == "random" else _scripted_choice()
     return [eval_record({}, split, config.eval.temperature,
                         [_text_agent_episode(env, task, choose, env.max_steps) for task in tasks], env)
@@ -279,6 +280,7 @@ def _evaluate_model(config: RunConfig, state: Path | None, counters: dict[str, i
         policy.model.load_state_dict(load_torch_file(state, map_location=policy.device))
     engine = make_engine(config.engine, policy, config)
     env = make_env(alias, **config.env_kwargs)
+    _probe(config, env)
     transform = None
     if run_dir is not None:
         transform = _agent_prompt_hook(config, policy, engine, env, run_dir, build_agent)
@@ -289,6 +291,16 @@ def _evaluate_model(config: RunConfig, state: Path | None, counters: dict[str, i
     finally:
         evaluator.close()
         close_engine(engine)
+
+
+def _probe(config: RunConfig, env: Any) -> None:
+    """The start-up seeding probe the trainer runs (`seedbench.envs.checks.probe_reset_seeding`), so an
+    evaluation refuses the env a run would refuse."""
+    if config.probe_env_seeding:
+        from seedbench.envs.checks import probe_reset_seeding
+        from seedbench.registry import resolve_env
+
+        probe_reset_seeding(env, resolve_env(config.env).alias)
 
 
 def _agent_prompt_hook(config, policy, engine, env, run_dir, build_agent):

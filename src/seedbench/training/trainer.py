@@ -27,12 +27,14 @@ from seedbench.registry import make_env, resolve_agent, resolve_env
 from seedbench.rollout.types import StepSample, TaskRef, Trajectory
 from seedbench.seeding import seed_everything as _seed_everything
 from seedbench.envs.batch import EnvBatch, LocalEnvs
+from seedbench.envs.checks import probe_reset_seeding
 from seedbench.provenance import env_provenance, task_list_hash, write_eval_tasks
 from seedbench.training.evaluate import Evaluator, success_table  # noqa: F401 - re-exported
 from seedbench.jsonio import RunFileError, RunFileWarning
 from seedbench.training import distributed
 from seedbench.training.checkpoint_files import CheckpointFileError, load_torch_file, save_torch_atomic
 from seedbench.training.resources import ResourceMeter, gpus_held
+from seedbench.training.resume_config import check_resume_changes, record_config, run_started
 from seedbench.training.rundir import default_run_name, git_hash, package_versions
 from seedbench.models.scoring import forward_logprobs
 
@@ -52,7 +54,9 @@ def episode_rewards(trajectories: list[Trajectory], mode: str) -> list[float]:
 
 
 class Trainer:
-    def __init__(self, config: RunConfig, resume: bool = False):
+    def __init__(self, config: RunConfig, resume: bool = False, allow_config_changes: bool = False):
+        """`resume`: continue `config.output` from its last checkpoint under its saved config.yaml; `config`
+        may differ from it only in `resume_config.RESUMABLE_FIELDS` unless `allow_config_changes`."""
         validate_config(config)  # every field and cross-field check, before anything is written or loaded
         self.config = config
         # [distributed] one process, or one rank of a torchrun group (seedbench.training.distributed)
@@ -66,22 +70,25 @@ class Trainer:
         config.output = str(out)
         self.run_dir = self.dist.run_dir(out)  # [distributed] only rank 0 writes it
         checkpoint = self.run_dir.latest_checkpoint() if resume else None
-        if not resume and out.exists() and any(out.iterdir()):
+        if not resume and out.exists() and any(out.iterdir()) and run_started(out):
             raise ConfigError(f"run directory {out} already exists; pass --resume to continue it or choose another --output")
+        saved = self.run_dir.read_config() if resume and (out / "config.yaml").exists() else None
+        changes = [] if saved is None else check_resume_changes(
+            out, saved, config, allow=allow_config_changes, done=int(checkpoint.name.split("_")[1]) if checkpoint else None)
         self.dist.barrier()  # [distributed] every rank has looked before rank 0 writes
         out.mkdir(parents=True, exist_ok=True)
         self.resources = ResourceMeter(self.run_dir.read_summary().get("resources") if resume else None)
-        if resume and (out / "config.yaml").exists():
-            saved = self.run_dir.read_config()
-            for key in ("env", "agent", "seed"):
-                if saved.get(key) != getattr(config, key):
-                    raise ConfigError(f"--resume: {out} is a run with {key}={saved.get(key)!r}, not {getattr(config, key)!r}")
-        self.run_dir.write_config(to_dict(config))
+        if saved is None:
+            self.run_dir.write_config(to_dict(config))
+        elif changes and self.dist.is_main:  # [distributed] rank 0 keeps the old file and writes the new one
+            record_config(out, to_dict(config), changes)
 
         _seed_everything(config.seed)
         from seedbench.models.policy import load_policy
 
         self.env = make_env(entry.alias, **config.env_kwargs)
+        if config.probe_env_seeding:
+            probe_reset_seeding(self.env, entry.alias)
         self.max_steps, self.history_length = episode_limits(config, self.env)
         self.sampling = SamplingParams(max_new_tokens=config.rollout.max_new_tokens, temperature=config.rollout.temperature,
                                        top_p=config.rollout.top_p, **env_stop(self.env))
@@ -626,8 +633,8 @@ def _rng_isolated(seed: int):
         _set_rng_state(saved)
 
 
-def train(config: RunConfig, resume: bool = False) -> Path:
-    trainer = Trainer(config, resume=resume)
+def train(config: RunConfig, resume: bool = False, allow_config_changes: bool = False) -> Path:
+    trainer = Trainer(config, resume=resume, allow_config_changes=allow_config_changes)
     try:
         path = trainer.train()
         # Every rank finishes before any tears the process group down: gloo aborts a rank ("terminate called
