@@ -8,6 +8,7 @@ import subprocess
 from pathlib import Path
 
 import numpy as np
+import math
 import pytest
 
 import seedbench.report
@@ -185,3 +186,20 @@ def assert_not_blank(pixels: np.ndarray) -> None:
 @pytest.mark.skipif(chromium() is None, reason="chromium not installed (apt-get install -y chromium)")
 def test_report_html_renders_in_headless_chromium(report_dir, tmp_path):
     assert_not_blank(screenshot(report_dir / "report.html", tmp_path / "shot.png"))
+
+
+def test_paired_difference_interval_keeps_each_task_pair_together():
+    from seedbench.report.stats import paired_difference_ci
+
+    # every task improves by exactly 1/4 on average: pairs (0,1) and (1,1) twice each
+    same = paired_difference_ci([0, 1, 0, 1], [1, 1, 1, 1])
+    assert same.point == pytest.approx(0.5) and same.n == 4
+    # an unpaired bootstrap would put mass below 0; a paired one cannot (no task got worse)
+    assert same.low >= 0 and same.high <= 1
+    # identical outcomes: a zero-width interval at 0; one task: no interval
+    flat = paired_difference_ci([1, 0, 1], [1, 0, 1])
+    assert (flat.point, flat.low, flat.high) == (0, 0, 0)
+    one = paired_difference_ci([0], [1])
+    assert one.point == 1 and math.isnan(one.low)
+    with pytest.raises(ValueError, match="one value per task"):
+        paired_difference_ci([0, 1], [1])

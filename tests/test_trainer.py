@@ -35,8 +35,9 @@ def _evals(path):
     return list(read_jsonl(Path(path) / "eval.jsonl"))
 
 
-def test_grpo_learns_the_rewarded_action_and_lr_zero_stays_at_chance(tmp_path):
+def test_grpo_learns_the_rewarded_action_and_lr_zero_stays_at_chance(tmp_path, capsys):
     learned = train(_config(tmp_path, "learn", iterations=20))
+    learned_line = capsys.readouterr().out.strip().splitlines()[-1]
     frozen = train(_config(tmp_path, "frozen", iterations=20, optim={"lr": 0.0}))
     before, after = _evals(learned)[0]["success_micro"], _evals(learned)[-1]["success_micro"]
     frozen_after = _evals(frozen)[-1]["success_micro"]
@@ -44,6 +45,16 @@ def test_grpo_learns_the_rewarded_action_and_lr_zero_stays_at_chance(tmp_path):
     assert before < 0.5
     assert after >= 0.9, f"GRPO did not learn: {before} -> {after}"
     assert frozen_after < 0.5 and abs(frozen_after - before) < 0.2
+    # the run ends with the paired before/after difference: an interval above 0 for the learner, around 0
+    # for the lr=0 control, both also in summary.json
+    (change,) = json.loads((Path(learned) / "summary.json").read_text())["before_after"]
+    assert change["tasks"] == 64 and change["iterations"] == [0, 20]
+    assert change["before"] == pytest.approx(before) and change["after"] == pytest.approx(after)
+    assert change["difference"] == pytest.approx(after - before) and change["ci95"][0] > 0.3
+    assert learned_line.startswith("seedbench: held-out success on test (64 tasks): ")
+    assert f"difference {after - before:+.3f}, 95% CI [" in learned_line
+    (control,) = json.loads((Path(frozen) / "summary.json").read_text())["before_after"]
+    assert control["ci95"][0] <= 0 <= control["ci95"][1]
 
 
 def test_prompt_tokens_never_receive_gradient(tmp_path):

@@ -29,7 +29,7 @@ from seedbench.seeding import seed_everything as _seed_everything
 from seedbench.envs.batch import EnvBatch, LocalEnvs
 from seedbench.envs.checks import probe_reset_seeding
 from seedbench.provenance import env_provenance, task_list_hash, write_eval_tasks
-from seedbench.training.evaluate import Evaluator, success_table  # noqa: F401 - re-exported
+from seedbench.training.evaluate import Evaluator, before_after, before_after_line, success_table  # noqa: F401 - re-exported
 from seedbench.jsonio import RunFileError, RunFileWarning
 from seedbench.training import distributed
 from seedbench.training.checkpoint_files import CheckpointFileError, load_torch_file, save_torch_atomic
@@ -151,7 +151,21 @@ class Trainer:
         if cfg.save_final_model:
             self.dist.save_final_model(self.policy, self.run_dir.path / "final_model")  # [distributed] rank 0 writes
         self._write_summary(complete=True)
+        for result in self._before_after():
+            self._say(before_after_line(result))
         return self.run_dir.path
+
+    def _before_after(self) -> list[dict]:
+        """Per eval split, the first evaluation against the last (`evaluate.before_after`), when they differ."""
+        records = self.run_dir.records("eval.jsonl")
+        results = []
+        for split in self.eval_tasks:
+            mine = sorted((r for r in records if r.get("split") == split), key=lambda r: r["iteration"])
+            if len(mine) >= 2 and mine[0]["iteration"] != mine[-1]["iteration"]:
+                result = before_after(mine[0], mine[-1])
+                if result is not None:
+                    results.append(result)
+        return results
 
     def iteration(self, iteration: int) -> dict[str, float]:
         cfg = self.config
@@ -533,6 +547,7 @@ class Trainer:
                       "data_source": data["data_source"]},
             data=data,
             final=final,
+            before_after=self._before_after(),
             timing={"mean_iteration_s": float(np.mean([r["time/iteration_s"] for r in timing])) if timing else None},
             resources=resources,
         )
