@@ -11,7 +11,8 @@ import torch
 from seedbench.agents.seed.agent import ANALYZER_SFT_MARKER
 from seedbench.agents.seed.annotators import AnnotationRequest, AnnotatorUnavailable, EndpointAnnotator, make_annotator
 from seedbench.config import build_config
-from seedbench.agents.seed.stage1 import MARKER, _progress_callback, _tokenize, main
+from seedbench.agents.seed.stage1 import MARKER, main
+from seedbench.training.sft import progress_callback, tokenize_example
 
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
@@ -57,7 +58,7 @@ def test_sft_progress_bar_counts_optimiser_steps_and_shows_the_loss(monkeypatch,
     from transformers import TrainerState
 
     monkeypatch.setenv("SEEDBENCH_PROGRESS", "1")
-    callback, state = _progress_callback(), TrainerState(max_steps=3)
+    callback, state = progress_callback("analyzer SFT"), TrainerState(max_steps=3)
     callback.on_train_begin(None, state, None)
     for step in (1, 2, 3):
         state.global_step = step
@@ -72,7 +73,7 @@ def test_sft_progress_bar_counts_optimiser_steps_and_shows_the_loss(monkeypatch,
 def test_prompt_tokens_are_masked_in_the_sft_labels(tiny_tokenizer):
     from seedbench.rollout.prompting import render_prompt
 
-    row = _tokenize(tiny_tokenizer, "Task: choose", '{"episode_skill": "right"}')
+    row = tokenize_example(tiny_tokenizer, "Task: choose", '{"episode_skill": "right"}')
     prompt = render_prompt(tiny_tokenizer, "Task: choose")
     assert row["input_ids"][: len(prompt)] == prompt
     assert row["labels"][: len(prompt)] == [-100] * len(prompt)
