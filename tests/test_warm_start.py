@@ -169,3 +169,28 @@ def test_sft_trains_under_the_runs_compute_dtype_with_fp32_master_weights(tiny_t
     metrics = fine_tune(policy, rows, [], SFTSettings(epochs=1, lr=1e-3, batch_size=2), tmp_path)
     assert metrics["precision"] == "bf16 autocast" and metrics["sft_steps"] == 2
     assert all(p.dtype == torch.float32 for p in policy.model.parameters())
+
+
+def test_the_answer_only_loss_equals_the_models_own_masked_loss(tiny_tokenizer):
+    """The SFT loss projects only the answer positions onto the vocabulary; it must equal the causal-LM
+    loss of the full logits with the prompt labels masked (-100), on a right-padded batch of unequal rows."""
+    from transformers.data.data_collator import DataCollatorForSeq2Seq
+
+    from seedbench.config import ModelConfig
+    from seedbench.models.policy import load_policy
+    from seedbench.training.sft import _answer_loss_trainer, tokenize_example
+
+    policy = load_policy(ModelConfig(name="tiny"), need_reference=False, seed=4)
+    rows = [tokenize_example(tiny_tokenizer, "Your task is to: go down", "<action>down</action>"),
+            tokenize_example(tiny_tokenizer, "Your task is to: go", "<think>plan</think><action>left</action>")]
+    tiny_tokenizer.padding_side = "right"
+    batch = DataCollatorForSeq2Seq(tiny_tokenizer, padding=True)(rows)
+    tiny_tokenizer.padding_side = "left"
+    expected = policy.model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"],
+                            labels=batch["labels"]).loss
+    trainer = object.__new__(_answer_loss_trainer(object, policy))
+    loss = trainer.compute_loss(policy.model, batch)
+    assert loss.item() == pytest.approx(expected.item(), rel=1e-5)
+    answer_tokens = sum(sum(label != -100 for label in row["labels"]) for row in rows)
+    assert trainer.compute_loss(policy.model, batch, num_items_in_batch=2 * answer_tokens).item() == \
+        pytest.approx(expected.item() / 2, rel=1e-5)

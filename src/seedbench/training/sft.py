@@ -4,7 +4,11 @@ warm start (`seedbench sft-policy`, acting prompt → expert answer).
 
 Both hand over pre-tokenized rows whose prompt is exactly what the model is later asked with
 (`render_prompt` of the same user message) and whose labels mask the prompt with -100, so the loss is
-on the answer tokens only. TRL's `SFTTrainer` runs the loop; its collator keeps given labels as they are.
+on the answer tokens only. TRL's `SFTTrainer` runs the loop (its collator keeps given labels as they
+are); its loss is replaced by the trainer's own scoring (`seedbench.models.scoring.forward_logprobs`),
+which projects only the answer positions onto the vocabulary. An acting prompt is ~20x longer than its
+answer, and the full [batch, length, 49k] logits (with TRL's entropy and accuracy metrics over them) cost
+more than the transformer itself on a CPU.
 
 Precision follows the run's compute dtype (`Policy.compute_dtype`, from ``model.dtype``): where that is
 bf16 (CUDA, or a CPU with AVX-512-BF16/AMX under ``auto``) the forward and backward run under bf16
@@ -76,11 +80,11 @@ def fine_tune(policy: Any, train_rows: list[dict], val_rows: list[dict], setting
         save_strategy="no", logging_steps=1, report_to="none", seed=settings.seed, max_length=None,
         use_cpu=policy.device.type == "cpu", **precision,
         activation_checkpointing=settings.gradient_checkpointing,
-        dataloader_num_workers=0, disable_tqdm=True,
+        dataloader_num_workers=0, disable_tqdm=True, prediction_loss_only=True,
     )
-    trainer = SFTTrainer(model=policy.model, args=config, train_dataset=Dataset.from_list(train_rows),
-                         eval_dataset=Dataset.from_list(val_rows) if val_rows else None,
-                         processing_class=policy.tokenizer)
+    trainer = _answer_loss_trainer(SFTTrainer, policy)(
+        model=policy.model, args=config, train_dataset=Dataset.from_list(train_rows),
+        eval_dataset=Dataset.from_list(val_rows) if val_rows else None, processing_class=policy.tokenizer)
     from transformers.trainer_callback import PrinterCallback
 
     trainer.remove_callback(PrinterCallback)  # the per-step log goes to sft_log.jsonl, not the console
@@ -104,6 +108,37 @@ def fine_tune(policy: Any, train_rows: list[dict], val_rows: list[dict], setting
     return {"train_loss": float(result.training_loss), "final_loss": final, "val_loss_before": before,
             "val_loss_after": after, "sft_steps": int(trainer.state.global_step), "precision": name,
             "train_s": round(train_s, 1)}
+
+
+def split_rows(input_ids, labels, attention_mask) -> tuple[list[list[int]], list[list[int]]]:
+    """(prompts, answers) of a right-padded collated batch of `tokenize_example` rows: the prompt is
+    everything before the first label that is not -100."""
+    prompts, answers = [], []
+    for ids, row_labels, row_mask in zip(input_ids.tolist(), labels.tolist(), attention_mask.tolist()):
+        length = sum(row_mask)
+        ids, row_labels = ids[:length], row_labels[:length]
+        start = next((i for i, label in enumerate(row_labels) if label != -100), length)
+        prompts.append(ids[:start])
+        answers.append(ids[start:])
+    return prompts, answers
+
+
+def _answer_loss_trainer(base: type, policy: Any) -> type:
+    """`base` (TRL's `SFTTrainer`) with the loss computed on the answer positions only: the mean
+    negative log-likelihood of the answer tokens (over the optimiser step's answer tokens when the
+    Trainer counts them across gradient accumulation)."""
+    from seedbench.models.scoring import forward_logprobs
+
+    class AnswerLossTrainer(base):
+        def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
+            prompts, answers = split_rows(inputs["input_ids"], inputs["labels"], inputs["attention_mask"])
+            logp, _, mask = forward_logprobs(model, prompts, answers, policy.tokenizer.pad_token_id,
+                                             inputs["input_ids"].device, autocast=policy.autocast())
+            count = num_items_in_batch if num_items_in_batch is not None else mask.sum().clamp(min=1)
+            loss = -logp.sum() / count
+            return (loss, None) if return_outputs else loss
+
+    return AnswerLossTrainer
 
 
 def progress_callback(desc: str = "SFT") -> Any:

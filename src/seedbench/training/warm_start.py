@@ -59,6 +59,8 @@ class Demo:
 
 @dataclass
 class DemoSet:
+    split: str
+    """The training split the tasks came from."""
     demos: list[Demo] = field(default_factory=list)
     episodes: int = 0
     won: int = 0
@@ -122,7 +124,7 @@ def collect_demos(config: RunConfig, alias: str, tokenizer: Any, num_demos: int,
     train_split = spec.splits[0]
     rng = np.random.default_rng([seed, DEMO_SEED_STREAM])
     tasks = [TaskRef(train_split, int(s)) for s in rng.integers(0, 2**31 - 1, size=num_demos)]
-    result = DemoSet()
+    result = DemoSet(train_split)
     chunk = 16
     envs = LocalEnvs(lambda: make_env(alias, **config.env_kwargs), min(chunk, len(tasks)))
     try:
@@ -157,6 +159,7 @@ def collect_demos(config: RunConfig, alias: str, tokenizer: Any, num_demos: int,
                 progress.update(len(batch))
     finally:
         envs.close()
+        spec.close()
     return result
 
 
@@ -275,7 +278,7 @@ def warm_start(config: RunConfig, *, demos: int, epochs: float, lr: float, batch
         "stage": "behaviour-cloning-warm-start", "env": entry.alias, "env_id": entry.env_id,
         "env_kwargs": config.env_kwargs, "config": config_path, "set": list(set_pairs),
         "history_length": config.rollout.history_length, "max_steps": config.rollout.max_steps,
-        "demo_split": make_env(entry.alias, **config.env_kwargs).splits[0], "demos_requested": demos,
+        "demo_split": demo_set.split, "demos_requested": demos,
         "demo_episodes": demo_set.episodes, "demo_episodes_won": demo_set.won, "demo_steps": len(demo_set.demos),
         "max_response_tokens": max(response_tokens), "epochs": epochs, "lr": lr, "batch_size": batch_size,
         "seed": config.seed, "base_model": config.model.name, "base_source": policy.source,

@@ -7,13 +7,17 @@
    with its true outcome. Only parseable answers with a non-empty skill are kept.
 3. The policy is fine-tuned with next-token loss on the answer given the analyzer prompt (prompt tokens
    masked), ``--epochs`` 3 at ``--lr`` 5e-6 (text; paper uses 2e-6 for vision), with a 10 % validation
-   split, by TRL's `SFTTrainer` on pre-tokenized examples: the prompt ids are exactly the ones stage 2
-   generates its analyses from (`render_prompt` of the same analyzer prompt), and the answer is the
-   canonical JSON of the parsed annotation followed by the end-of-sequence token.
+   split, by the SFT loop shared with ``seedbench sft-policy`` (`seedbench.training.sft`, under the run's
+   compute dtype) on pre-tokenized examples: the prompt ids are exactly the ones stage 2 generates its
+   analyses from (`render_prompt` of the same analyzer prompt), and the answer is the canonical JSON of
+   the parsed annotation followed by the end-of-sequence token.
 4. The checkpoint is saved to ``OUTPUT/model``; ``seedbench run --agent seed --model OUTPUT/model`` starts
    from it and uses it as KL reference. It records its stage-1 provenance in
    ``seedbench_analyzer_sft.json``, including the annotation file, which the ``seed-static-skills`` and
    ``skill-prompt`` agents use as their skill library by default.
+
+``--config``/``--set`` take the RL run's recipe and overrides, so stage 1 plays the env (and kwargs)
+stage 2 trains on; the provenance records them, and a run on another env refuses the checkpoint.
 
 Outputs: ``OUTPUT/annotations.jsonl`` (every trajectory: prompt, raw answer, parsed skill, ok flag),
 ``OUTPUT/sft_summary.json`` and ``OUTPUT/model/``.
