@@ -69,7 +69,7 @@ def test_a_stage1_checkpoint_of_another_env_is_refused(stage1, tmp_path, capsys)
     from seedbench.cli import main as cli_main
 
     out = tmp_path / "run"
-    rc = cli_main(["run", "--agent", "seed", "--env", "frozenlake", "--model", str(stage1 / "model"),
+    rc = cli_main(["run", "--agent", "grpo", "--env", "frozenlake", "--model", str(stage1 / "model"),
                    "--output", str(out)])
     err = capsys.readouterr().err.strip()
     assert rc == 2 and not out.exists() and err.count("\n") == 0
