@@ -136,7 +136,7 @@ def test_a_missing_checkpoint_directory_is_one_line(tmp_path, monkeypatch, capsy
     (tmp_path / "runs").mkdir()
     rc = cli_main(["run", "--env", "frozenlake", "--model", "runs/warm", "--output", "out"])  # not a hub id: runs/ is here
     err = capsys.readouterr().err.strip()
-    assert rc == 2 and err.count("\n") == 0 and "checkpoint directory runs/warm does not exist" in err
+    assert rc == 2 and err.count("\n") == 0 and "model.name: runs/warm does not exist; pass an HF checkpoint directory" in err
     assert not (tmp_path / "out").exists()
 
 

@@ -711,11 +711,7 @@ def _check_model_path(name: str) -> None:
         if not (path / "config.json").is_file():
             raise ConfigError(f"model.name: {name} has no config.json; pass an HF checkpoint directory")
         return
-    if _looks_local(name):
-        raise ConfigError(f"model.name: checkpoint directory {name} does not exist; pass the directory that "
-                          "`seedbench sft-policy` or `sft-analyzer` printed, a hub id (owner/name) or "
-                          f"{EMBEDDED_ALIASES[0]}")
-    if not _HUB_ID.match(name):
+    if _looks_local(name) or not _HUB_ID.match(name):
         raise ConfigError(f"model.name: {name} does not exist; pass an HF checkpoint directory, a hub id "
                           f"(owner/name), {EMBEDDED_ALIASES[0]} or {TINY_NAME}")
 
