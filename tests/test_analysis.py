@@ -103,3 +103,52 @@ def test_skill_library_retrieves_by_task_and_first_observation(tmp_path):
     assert [e.skill for e in loaded.entries] == ["s1", "s2"]
     with pytest.raises(FileNotFoundError):
         SkillLibrary.load(tmp_path / "missing.jsonl")
+
+
+SKILL = "Push the box left first."
+
+
+@pytest.mark.parametrize("text", [
+    '{"outcome": "failure", "summary": "The agent pushed the box into a corner.", "skill": "Push the box left first."',
+    '{"episode_skill": "Push the box left first.", "episode_summary": "The agent pushed the box into a cor',
+    '{"episode_skill": "Push the box left first.", "episode_summary": "The agent pushed the box.", ',
+    '```json\n{"episode_skill": "Push the box left first.", "episode_summary": "It\'s a {corner} ca',
+    '<think>short</think>{"episode_skill": "Push the box left first.", "notes": ["a", "b"], "episode_summary": "x',
+])
+def test_an_answer_cut_off_after_a_complete_skill_keeps_the_skill(text):
+    analysis = parse_analysis(text)
+    assert analysis is not None and analysis.skill == SKILL
+
+
+@pytest.mark.parametrize("text", [
+    '{"episode_summary": "The agent pushed the box into a corner.", "episode_skill": "Push the box le',
+    '{"episode_summary": "The agent pushed the box into a corner.", "episode_skill": ',
+    '{"episode_summary": "The agent pushed the box into a corner.", "episode_skill": "Push \\"the',
+    '{"episode_summary": "The agent pushed the box into a cor',
+])
+def test_an_answer_cut_off_inside_the_skill_is_a_failed_analysis(text):
+    assert parse_analysis(text) is None
+
+
+def test_a_real_48_token_cut_of_the_embedded_models_answer():
+    """Cut with the embedded model's tokenizer at a 48-token analysis budget (`algo.analysis_max_new_tokens`
+    of the CPU smoke recipes): a skill written first survives the cut, a skill written after a long summary
+    is cut mid-string and rejected."""
+    from transformers import AutoTokenizer
+
+    from seedbench.models.embedded import converted_dir
+
+    tokenizer = AutoTokenizer.from_pretrained(converted_dir()[0])
+    summary = ("The agent walked down twice, then right, and stepped into the hole on the third row, which ended "
+               "the episode before it reached the goal.")
+    skill = "Check the tile below before moving down; go right first when a hole is below."
+
+    def cut(answer: dict) -> str:
+        ids = tokenizer(json.dumps(answer), add_special_tokens=False)["input_ids"]
+        assert len(ids) > 48
+        return tokenizer.decode(ids[:48])
+
+    skill_first = cut({"episode_skill": skill, "episode_summary": summary})
+    assert not skill_first.rstrip().endswith("}")
+    assert parse_analysis(skill_first) == Analysis(summary="", skill=skill)
+    assert parse_analysis(cut({"episode_summary": summary, "episode_skill": skill})) is None

@@ -11,7 +11,8 @@ import torch
 from seedbench.agents.seed.agent import ANALYZER_SFT_MARKER
 from seedbench.agents.seed.annotators import AnnotationRequest, AnnotatorUnavailable, EndpointAnnotator, make_annotator
 from seedbench.config import build_config
-from seedbench.agents.seed.stage1 import MARKER, _progress_callback, _tokenize, main
+from seedbench.agents.seed.stage1 import MARKER, main
+from seedbench.training.sft import progress_callback, tokenize_example
 
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
@@ -21,7 +22,8 @@ pytestmark = pytest.mark.usefixtures("one_torch_thread")
 def stage1(tmp_path_factory):
     out = tmp_path_factory.mktemp("stage1") / "sft"
     rc = main(["--env", "choice", "--annotator", "hindsight", "--model", "tiny", "--tasks", "3", "--group-size", "4",
-               "--max-new-tokens", "3", "--epochs", "2", "--lr", "1e-3", "--output", str(out)])
+               "--max-new-tokens", "3", "--epochs", "2", "--lr", "1e-3", "--output", str(out),
+               "--set", "rollout.history_length=1"])
     assert rc == 0
     return out
 
@@ -40,6 +42,41 @@ def test_stage1_writes_annotations_and_a_checkpoint_with_provenance(stage1):
     assert marker["val_examples"] == 1  # 10 % of 12, rounded, at least one
     assert marker["val_loss_after"] < marker["val_loss_before"]  # the SFT really trained
     assert (stage1 / "model" / "config.json").exists()
+    assert marker["env"] == "choice" and marker["config"] is None
+    assert marker["run_overrides"] == {"rollout": {"history_length": 1}}
+    assert marker["precision"] == "fp32"  # the tiny model's compute dtype; the run's policy decides
+
+
+def test_stage1_takes_the_runs_recipe_and_overrides(tmp_path):
+    from seedbench.agents.seed.stage1 import parse_config
+
+    recipe = tmp_path / "run.yaml"
+    recipe.write_text("env: frozenlake\nseed: 7\nenv_kwargs: {size: 5}\nrollout: {history_length: 3}\n"
+                      "model: {name: tiny, dtype: fp32}\n")
+    config = parse_config(["--config", str(recipe), "--annotator", "hindsight", "--set", "env_kwargs.p=0.9",
+                           "rollout.max_steps=12"])
+    assert (config.env, config.seed, config.history_length, config.max_steps) == ("frozenlake", 7, 3, 12)
+    assert config.env_kwargs == {"size": 5, "p": 0.9, "max_steps": 12}  # the run's env, cap handed to it
+    assert (config.model.name, config.model.dtype) == ("tiny", "fp32")
+    assert config.run_overrides == {"env_kwargs": {"p": 0.9}, "rollout": {"max_steps": 12}}
+    explicit = parse_config(["--config", str(recipe), "--annotator", "hindsight", "--max-steps", "9", "--seed", "1"])
+    assert (explicit.max_steps, explicit.env_kwargs["max_steps"], explicit.seed) == (9, 9, 1)  # flags win
+
+
+def test_stage1_without_an_env_is_one_line(capsys):
+    assert main(["--annotator", "hindsight", "--model", "tiny"]) == 2
+    assert "sft-analyzer needs the env" in capsys.readouterr().err
+
+
+def test_a_stage1_checkpoint_of_another_env_is_refused(stage1, tmp_path, capsys):
+    from seedbench.cli import main as cli_main
+
+    out = tmp_path / "run"
+    rc = cli_main(["run", "--agent", "grpo", "--env", "frozenlake", "--model", str(stage1 / "model"),
+                   "--output", str(out)])
+    err = capsys.readouterr().err.strip()
+    assert rc == 2 and not out.exists() and err.count("\n") == 0
+    assert "fine-tuned by `seedbench sft-analyzer` on env 'choice', not 'frozenlake'" in err
 
 
 def test_seed_starts_from_the_stage1_checkpoint_and_finds_its_library(stage1, tmp_path):
@@ -50,6 +87,8 @@ def test_seed_starts_from_the_stage1_checkpoint_and_finds_its_library(stage1, tm
                                      "rollout": {"max_new_tokens": 3, "tasks_per_batch": 1, "group_size": 2}})
     trainer = Trainer(config)
     assert trainer.agent.stage1 is not None and trainer.policy.ref_model is not None  # also the KL reference
+    origin = json.loads((tmp_path / "run" / "summary.json").read_text())["model"]["origin"]
+    assert origin["command"] == "sft-analyzer" and origin["provenance"]["annotations_kept"] == 12
     assert trainer.agent.library is not None and len(trainer.agent.library.entries) == 12
     for ours, reference in zip(trainer.policy.model.parameters(), trainer.policy.ref_model.parameters()):
         assert torch.equal(ours.to(reference.dtype), reference)
@@ -60,7 +99,7 @@ def test_sft_progress_bar_counts_optimiser_steps_and_shows_the_loss(monkeypatch,
     from transformers import TrainerState
 
     monkeypatch.setenv("SEEDBENCH_PROGRESS", "1")
-    callback, state = _progress_callback(), TrainerState(max_steps=3)
+    callback, state = progress_callback("analyzer SFT"), TrainerState(max_steps=3)
     callback.on_train_begin(None, state, None)
     for step in (1, 2, 3):
         state.global_step = step
@@ -75,7 +114,7 @@ def test_sft_progress_bar_counts_optimiser_steps_and_shows_the_loss(monkeypatch,
 def test_prompt_tokens_are_masked_in_the_sft_labels(tiny_tokenizer):
     from seedbench.rollout.prompting import render_prompt
 
-    row = _tokenize(tiny_tokenizer, "Task: choose", '{"episode_skill": "right"}')
+    row = tokenize_example(tiny_tokenizer, "Task: choose", '{"episode_skill": "right"}')
     prompt = render_prompt(tiny_tokenizer, "Task: choose")
     assert row["input_ids"][: len(prompt)] == prompt
     assert row["labels"][: len(prompt)] == [-100] * len(prompt)

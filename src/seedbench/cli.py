@@ -8,7 +8,8 @@
     seedbench envs | agents
     seedbench check-env NAME [--seeds N] [--expert-tasks N] [--kwarg KEY=VALUE ...]
     seedbench data alfworld [...]
-    seedbench sft-analyzer --env E --annotator A [...]
+    seedbench sft-analyzer --env E --annotator A [--config Y] [--set k=v ...] [...]
+    seedbench sft-policy --env E [--config Y] [--set k=v ...] [--demos N] [--epochs E] [--lr LR] [--output DIR]
     seedbench experiment SPEC.yaml | report RUNS --out DIR | leaderboard submit|validate|build
     seedbench view RUN [--out DIR] [--serve]   trajectory-and-skill viewer of a run
     seedbench --version
@@ -167,6 +168,8 @@ DELEGATED = {
     "data": ("seedbench.envs.data_command:main", "generate env data (e.g. `seedbench data alfworld`)"),
     "check-env": ("seedbench.envs.checks:main", "check an env (built-in or plugin) against the env contract"),
     "sft-analyzer": ("seedbench.agents.seed.stage1:main", "SEED stage 1: analyzer SFT"),
+    "sft-policy": ("seedbench.training.warm_start:main",
+                   "behaviour-cloning warm start: fine-tune the policy on the env's expert episodes"),
     "experiment": ("seedbench.training.experiment:main", "run an experiment spec (envs × agents × seeds)"),
     "report": ("seedbench.report:main", "build a report from runs or an experiment directory"),
     "leaderboard": ("seedbench.leaderboard:main", "submit | validate | build leaderboards"),

@@ -131,6 +131,9 @@ class ModelConfig:
     freeze_vision: bool = False
     """Vision policies: keep the vision tower (and its merger) fixed — no gradient in a full fine-tune, no
     adapters with LoRA. Off by default: the reference code (verl) trains the whole model."""
+    allow_other_env: bool = False
+    """Start from a checkpoint that ``seedbench sft-policy`` or ``sft-analyzer`` fine-tuned on another env
+    than this run's (refused by default: its prompts and skills belong to that env)."""
 
 
 @dataclass
@@ -745,6 +748,15 @@ def _check_output(output: str) -> None:
 _HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*(/[\w.-]+)?$")
 
 
+def _looks_local(name: str) -> bool:
+    """A model name meant as a local directory rather than a hub id: an absolute, home or dot path, more
+    than one ``/``, or a first component that is a local directory (``runs/warm-start``)."""
+    if name.startswith(("/", "~", ".")) or name.count("/") > 1 or name.endswith("/"):
+        return True
+    head = name.split("/", 1)[0]
+    return "/" in name and Path(head).is_dir()
+
+
 def _check_model_path(name: str) -> None:
     from seedbench.models.embedded import EMBEDDED_ALIASES
     from seedbench.models.tiny import TINY_NAME
@@ -757,7 +769,7 @@ def _check_model_path(name: str) -> None:
         if not (path / "config.json").is_file():
             raise ConfigError(f"model.name: {name} has no config.json; pass an HF checkpoint directory")
         return
-    if not _HUB_ID.match(name):
+    if _looks_local(name) or not _HUB_ID.match(name):
         raise ConfigError(f"model.name: {name} does not exist; pass an HF checkpoint directory, a hub id "
                           f"(owner/name), {EMBEDDED_ALIASES[0]} or {TINY_NAME}")
 

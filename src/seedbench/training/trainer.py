@@ -36,6 +36,7 @@ from seedbench.training.checkpoint_files import CheckpointFileError, load_torch_
 from seedbench.training.resources import ResourceMeter, gpus_held
 from seedbench.training.resume_config import check_resume_changes, record_config, run_started
 from seedbench.training.rundir import default_run_name, git_hash, package_versions
+from seedbench.training.origin import check_origin_env, checkpoint_origin
 from seedbench.models.scoring import forward_logprobs
 
 
@@ -63,6 +64,9 @@ class Trainer:
         self.dist = distributed.from_environment(config.distributed.strategy)
         entry = resolve_env(config.env)
         self.env_entry = entry
+        # A fine-tuned checkpoint names the env it was made on; refuse another one before anything is written.
+        self.model_origin = checkpoint_origin(config.model.name)
+        check_origin_env(self.model_origin, entry.alias, config.model.allow_other_env)
         agent_cls, agent_config = build_agent(config)
         out = Path(config.output) if config.output else Path("runs") / default_run_name(
             entry.alias, config.agent, config.model.name, config.seed)
@@ -535,7 +539,8 @@ class Trainer:
         timing = [r for r in self.run_dir.records("metrics.jsonl")]
         self.run_dir.update_summary(
             seedbench_version=__version__, git_hash=git_hash(), packages=package_versions(),
-            model={"name": self.config.model.name, "source": self.policy.source, "checksum": self.policy.checksum},
+            model={"name": self.config.model.name, "source": self.policy.source, "checksum": self.policy.checksum,
+                   "origin": self.model_origin},
             env=self.env_entry.alias, env_id=self.env_entry.env_id, agent=self.config.agent, seed=self.config.seed,
             iterations=self.config.iterations, iterations_done=self.counters["iteration"], complete=complete,
             counters=dict(self.counters),

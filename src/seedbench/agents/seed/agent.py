@@ -38,9 +38,8 @@ from seedbench.agents.grpo import GRPOAgent, GRPOConfig
 from seedbench.config import ConfigError, Count, NonNegative, Positive
 from seedbench.models.vision import prompt_images
 from seedbench.rollout.prompting import current_observation, insert_skill, render_prompt  # noqa: F401 - current_observation re-exported
+from seedbench.training.origin import ANALYZER_SFT_MARKER  # the stage-1 provenance file, written by sft-analyzer
 
-ANALYZER_SFT_MARKER = "seedbench_analyzer_sft.json"
-"""Written by ``seedbench sft-analyzer`` into the checkpoint it saves (stage 1)."""
 ANALYZERS = ("current", "frozen", "static")
 
 

@@ -149,6 +149,58 @@ def _balanced_objects(text: str) -> list[str]:
     return found
 
 
+def _cut_object(text: str) -> list[str]:
+    """The object that an answer cut off by its token budget leaves open: for the last top-level ``{``
+    that never closes, its prefix up to the end of each complete ``"key": value`` pair, closed with ``}``,
+    longest first. A value cut mid-string is not complete, so a skill cut mid-sentence is never kept."""
+    depth, start, quote, escaped = 0, -1, "", False
+    for index, char in enumerate(text):  # where the unclosed top-level object starts, if any
+        if quote:
+            if escaped:
+                escaped = False
+            elif char == "\\":
+                escaped = True
+            elif char == quote:
+                quote = ""
+            continue
+        if char in "\"'" and depth > 0:
+            quote = char
+        elif char == "{":
+            start = index if depth == 0 else start
+            depth += 1
+        elif char == "}" and depth > 0:
+            depth -= 1
+    if depth == 0 or start < 0:
+        return []
+    body = text[start:]
+    cuts, depth, quote, escaped, value_string, last = [], 0, "", False, False, ""
+    for index, char in enumerate(body):
+        if quote:
+            if escaped:
+                escaped = False
+            elif char == "\\":
+                escaped = True
+            elif char == quote:
+                quote = ""
+                if depth == 1 and value_string:
+                    cuts.append(index + 1)
+                last = char
+            continue
+        if char in "\"'":
+            quote, value_string = char, last == ":"
+        elif char in "{[":
+            depth += 1
+        elif char in "}]":
+            depth -= 1
+            if depth == 1:
+                cuts.append(index + 1)
+        elif char == "," and depth == 1:
+            cuts.append(index)
+        if not char.isspace():
+            last = char
+    return [body[:cut] + "}" for cut in sorted(set(cuts), reverse=True)]
+
+
 def _load_mapping(candidate: str) -> dict | None:
     for attempt in (candidate, _TRAILING_COMMA_RE.sub(r"\1", candidate)):
         try:
@@ -177,8 +229,9 @@ def _field(mapping: dict, keys: tuple[str, ...]) -> str:
 
 def parse_analysis(text: str | None) -> Analysis | None:
     """Parse an analyzer answer leniently: ``<think>`` blocks are ignored; fenced code blocks are tried
-    first, then every balanced ``{...}`` in the text; JSON with trailing commas and Python-literal dicts
-    are accepted; a list-valued skill is joined. Returns None when nothing parses or the skill is empty or
+    first, then every balanced ``{...}`` in the text, then an object cut off before its closing ``}`` (an
+    answer that ran out of tokens), up to its last complete field; JSON with trailing commas and
+    Python-literal dicts are accepted; a list-valued skill is joined. Returns None when nothing parses or the skill is empty or
     only repeats the prompt's placeholder (such a trajectory gets no distillation signal)."""
     if not text:
         return None
@@ -187,6 +240,7 @@ def parse_analysis(text: str | None) -> Analysis | None:
     for block in _FENCE_RE.findall(text):
         candidates.extend(_balanced_objects(block) or [block.strip()])
     candidates.extend(_balanced_objects(text))
+    candidates.extend(_cut_object(text))
     for candidate in candidates:
         mapping = _load_mapping(candidate)
         if mapping is None:

@@ -7,13 +7,17 @@
    for every finished trajectory, with its true outcome. Only parseable answers with a non-empty skill are kept.
 3. The policy is fine-tuned with next-token loss on the answer given the analyzer prompt (prompt tokens
    masked), ``--epochs`` 3 at ``--lr`` 5e-6 (text; paper uses 2e-6 for vision), with a 10 % validation
-   split, by TRL's `SFTTrainer` on pre-tokenized examples: the prompt ids are exactly the ones stage 2
-   generates its analyses from (`render_prompt` of the same analyzer prompt), and the answer is the
-   canonical JSON of the parsed annotation followed by the end-of-sequence token.
+   split, by the SFT loop shared with ``seedbench sft-policy`` (`seedbench.training.sft`, under the run's
+   compute dtype) on pre-tokenized examples: the prompt ids are exactly the ones stage 2 generates its
+   analyses from (`render_prompt` of the same analyzer prompt), and the answer is the canonical JSON of
+   the parsed annotation followed by the end-of-sequence token.
 4. The checkpoint is saved to ``OUTPUT/model``; ``seedbench run --agent seed --model OUTPUT/model`` starts
    from it and uses it as KL reference. It records its stage-1 provenance in
    ``seedbench_analyzer_sft.json``, including the annotation file, which the ``seed-static-skills`` and
    ``skill-prompt`` agents use as their skill library by default.
+
+``--config``/``--set`` take the RL run's recipe and overrides, so stage 1 plays the env (and kwargs)
+stage 2 trains on; the provenance records them, and a run on another env refuses the checkpoint.
 
 Outputs: ``OUTPUT/annotations.jsonl`` (every trajectory: prompt, raw answer, parsed skill, ok flag),
 ``OUTPUT/sft_summary.json`` and ``OUTPUT/model/``.
@@ -23,10 +27,9 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import datetime
 import json
 import random
-import re
-import shutil
 import sys
 import time
 from dataclasses import dataclass, field
@@ -35,8 +38,7 @@ from typing import Annotated, Any
 
 from seedbench.config import (ConfigError, Count, Engine, ModelConfig, NonNegative, NonNegativeInt, Positive, Range,
                               add_config_flags, apply_config_flags, resolve_step_cap)
-
-MARKER = "seedbench_analyzer_sft.json"  # same name as seedbench.agents.seed.agent.ANALYZER_SFT_MARKER
+from seedbench.training.origin import ANALYZER_SFT_MARKER as MARKER
 
 
 @dataclass
@@ -44,7 +46,15 @@ class Stage1Config:
     """Stage-1 settings; every ``seedbench sft-analyzer`` flag sets one field (`STAGE1_FLAGS`)."""
 
     env: str = ""
-    """Env alias or id (``seedbench envs``)."""
+    """Env alias or id (``seedbench envs``); may come from ``config`` instead."""
+    config: str | None = None
+    """The RL run's YAML recipe (``seedbench run --config``). With ``--set`` (the run's overrides) it gives
+    stage 1 the run's env, ``env_kwargs``, model settings, ``rollout.max_steps``, ``rollout.history_length``
+    and seed, so stage 1 plays exactly the env stage 2 trains on; explicit flags win."""
+    env_kwargs: dict[str, Any] = field(default_factory=dict)
+    """Env constructor kwargs, from the run config (``config`` and ``--set env_kwargs.K=V``)."""
+    run_overrides: dict[str, Any] = field(default_factory=dict)
+    """The ``--set`` overrides of the run config, as parsed (recorded in the provenance)."""
     annotator: str = ""
     """``openai:<model>`` (with base_url), ``hf:<model path or hub id>``, a local model directory, ``hindsight``
     (rule-based, from the trajectory alone), or ``oracle`` (rule-based; LEAKS THE ANSWER: copies the expert
@@ -92,7 +102,7 @@ class Stage1Config:
 
 
 STAGE1_FLAGS = {
-    "env": "env", "annotator": "annotator", "model": "model.name", "output": "output", "base-url": "base_url",
+    "env": "env", "config": "config", "annotator": "annotator", "model": "model.name", "output": "output", "base-url": "base_url",
     "api-key-env": "api_key_env", "tasks": "tasks", "group-size": "group_size", "temperature": "temperature",
     "max-new-tokens": "max_new_tokens", "max-steps": "max_steps", "history-length": "history_length",
     "rollout-batch": "rollout_batch", "annotation-max-new-tokens": "annotation_max_new_tokens",
@@ -107,21 +117,39 @@ STAGE1_FLAGS = {
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="seedbench sft-analyzer",
                                 description="SEED stage 1: annotate base-policy rollouts and fine-tune the analyzer.")
-    add_config_flags(p, Stage1Config(), STAGE1_FLAGS, required=("env", "annotator"))
+    add_config_flags(p, Stage1Config(), STAGE1_FLAGS, required=("annotator",))
+    p.add_argument("--set", dest="run_set", nargs="+", action="extend", metavar="KEY=VALUE",
+                   help="run config overrides, as for `seedbench run` (e.g. env_kwargs.size=6)")
     return p
 
 
 def parse_config(argv: list[str] | None) -> Stage1Config:
-    """The checked stage-1 config of a command line (before anything is loaded or written)."""
-    from seedbench.config import _check_model_path, env_class
+    """The checked stage-1 config of a command line (before anything is loaded or written): the run config
+    of ``--config``/``--set`` (with ``--env``, ``--model``, ``--seed``) supplies the defaults that stage 1
+    shares with stage 2, then every explicit flag is applied."""
+    from seedbench.cli import _parse_set
+    from seedbench.config import build_config, env_class, load_yaml, set_dotted
     from seedbench.registry import resolve_env
 
-    config = apply_config_flags(Stage1Config(), build_parser().parse_args(argv))
-    if not re.fullmatch(r"auto|cpu|mps|cuda(:\d+)?", config.model.device):
-        raise ConfigError(f"model.device: unknown {config.model.device!r}; use auto, cpu, cuda or cuda:N")
+    args = build_parser().parse_args(argv)
+    pairs = vars(args).pop("run_set", None) or []
+    overrides = _parse_set(pairs)
+    run_overrides = dict(overrides)
+    for dotted in ("env", "model.name", "seed", "model.device", "model.dtype"):
+        if dotted in vars(args):
+            set_dotted(overrides, dotted, vars(args)[dotted])
+    recipe = getattr(args, "config", None)
+    if "env" not in overrides and not (recipe and load_yaml(recipe).get("env")):
+        raise ConfigError("sft-analyzer needs the env: pass --env NAME or a --config recipe that sets env")
+    run = build_config(recipe, overrides)
+    config = Stage1Config(env=run.env, model=dataclasses.replace(run.model), seed=run.seed,
+                          history_length=run.rollout.history_length, max_steps=run.rollout.max_steps,
+                          env_kwargs={k: v for k, v in run.env_kwargs.items() if k != "max_steps"},
+                          run_overrides=run_overrides)
+    config = apply_config_flags(config, args)
     entry = resolve_env(config.env)
-    config.max_steps, _ = resolve_step_cap(entry.alias, env_class(entry), config.max_steps, {})
-    _check_model_path(config.model.name)
+    config.max_steps, config.env_kwargs = resolve_step_cap(entry.alias, env_class(entry), config.max_steps,
+                                                           config.env_kwargs)
     return config
 
 
@@ -163,9 +191,12 @@ def run(args: Stage1Config) -> Path:
     from seedbench.seeding import seed_everything
     from seedbench.jsonio import append_jsonl, write_json_atomic
     from seedbench.training.rundir import default_run_name
+    from seedbench.training.sft import SFTSettings, fine_tune, tokenize_example
+    from seedbench import __version__
+    from seedbench.training.origin import checkpoint_origin
 
     entry = resolve_env(args.env)
-    max_steps, env_kwargs = resolve_step_cap(entry.alias, env_class(entry), args.max_steps, {})
+    max_steps, env_kwargs = resolve_step_cap(entry.alias, env_class(entry), args.max_steps, args.env_kwargs)
     out = Path(args.output) if args.output else Path("runs") / default_run_name(entry.alias, "sft-analyzer", args.model.name, args.seed)
     if out.exists() and any(out.iterdir()):
         raise StageError(f"output directory {out} already exists; choose another --output")
@@ -244,8 +275,11 @@ def run(args: Stage1Config) -> Path:
     if args.val_fraction > 0 and n_val == 0 and len(order) > 1:
         n_val = 1
     val_idx, train_idx = order[:n_val], order[n_val:]
-    rows = [_tokenize(tokenizer, *examples[i]) for i in range(len(examples))]
-    metrics = _fine_tune(policy, [rows[i] for i in train_idx], [rows[i] for i in val_idx], args, out)
+    rows = [tokenize_example(tokenizer, *examples[i]) for i in range(len(examples))]
+    settings = SFTSettings(epochs=args.epochs, lr=args.lr, batch_size=args.batch_size, grad_accum=args.grad_accum,
+                           seed=args.seed, gradient_checkpointing=args.model.gradient_checkpointing,
+                           label="analyzer SFT")
+    metrics = fine_tune(policy, [rows[i] for i in train_idx], [rows[i] for i in val_idx], settings, out)
 
     # 4. the checkpoint
     from seedbench.models.policy import save_policy
@@ -253,8 +287,10 @@ def run(args: Stage1Config) -> Path:
     model_dir = out / "model"
     save_policy(policy, model_dir)
     provenance = {
-        "stage": "seed-stage1-analyzer-sft", "env": entry.alias, "base_model": args.model.name,
-        "base_checksum": policy.checksum, "annotator": args.annotator, "annotator_kind": annotator.kind,
+        "stage": "seed-stage1-analyzer-sft", "env": entry.alias, "env_kwargs": env_kwargs, "config": args.config,
+        "run_overrides": args.run_overrides, "base_model": args.model.name, "base_checksum": policy.checksum,
+        "base_origin": checkpoint_origin(args.model.name), "seedbench_version": __version__,
+        "time": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"), "annotator": args.annotator, "annotator_kind": annotator.kind,
         "annotator_label": annotator.label, "annotations": str(annotations_path.resolve()),
         "trajectories": len(trajectories), "successful_trajectories": successes, "annotations_kept": len(examples),
         "train_examples": len(train_idx), "val_examples": len(val_idx), "epochs": args.epochs, "lr": args.lr,
@@ -263,81 +299,9 @@ def run(args: Stage1Config) -> Path:
     }
     (model_dir / MARKER).write_text(json.dumps(provenance, indent=2))
     write_json_atomic(out / "sft_summary.json", {**provenance, "model_dir": str(model_dir.resolve()),
-                                                 "time": {"rollout_s": t_rollout, "annotate_s": t_annotate}})
+                                                 "timing": {"rollout_s": t_rollout, "annotate_s": t_annotate}})
     note = {"oracle": " (oracle annotator: skills leak the answer; hint distillation, not a trained analyzer)",
             "hindsight": " (hindsight annotator: rule-based analyses, not a model)"}.get(annotator.kind, "")
     print(f"seedbench: analyzer SFT checkpoint: {model_dir}{note}")
     print(f"seedbench: next: seedbench run --agent seed --env {entry.alias} --model {model_dir}")
     return model_dir
-
-
-def _tokenize(tokenizer: Any, content: str, answer: str) -> dict[str, list[int]]:
-    from seedbench.rollout.prompting import render_prompt
-
-    prompt = render_prompt(tokenizer, content)
-    completion = tokenizer(answer, add_special_tokens=False)["input_ids"] + [tokenizer.eos_token_id]
-    return {"input_ids": prompt + completion, "labels": [-100] * len(prompt) + completion}
-
-
-def _fine_tune(policy: Any, train_rows: list[dict], val_rows: list[dict], args: Stage1Config, out: Path) -> dict:
-    """TRL `SFTTrainer` on pre-tokenized rows whose ``labels`` already mask the prompt with -100."""
-    try:
-        from datasets import Dataset
-        from trl import SFTConfig, SFTTrainer
-    except ImportError as err:
-        raise ImportError(f"analyzer SFT needs TRL ({err}). Install it with: pip install 'seedbench[trl]'") from err
-
-    work = out / "sft_trainer"
-    cpu = policy.device.type == "cpu"
-    config = SFTConfig(
-        output_dir=str(work), num_train_epochs=args.epochs, learning_rate=args.lr,
-        per_device_train_batch_size=args.batch_size, per_device_eval_batch_size=args.batch_size,
-        gradient_accumulation_steps=args.grad_accum, eval_strategy="epoch" if val_rows else "no",
-        save_strategy="no", logging_steps=1, report_to="none", seed=args.seed, max_length=None,
-        use_cpu=cpu, bf16=(not cpu and str(policy.compute_dtype) == "torch.bfloat16"),  # TRL defaults bf16 on
-        activation_checkpointing=args.model.gradient_checkpointing,
-        dataloader_num_workers=0, disable_tqdm=True,
-    )
-    trainer = SFTTrainer(model=policy.model, args=config, train_dataset=Dataset.from_list(train_rows),
-                         eval_dataset=Dataset.from_list(val_rows) if val_rows else None,
-                         processing_class=policy.tokenizer)
-    from transformers.trainer_callback import PrinterCallback
-
-    trainer.remove_callback(PrinterCallback)  # the per-step log goes to sft_log.jsonl, not the console
-    trainer.add_callback(_progress_callback())
-    before = trainer.evaluate()["eval_loss"] if val_rows else None
-    result = trainer.train()
-    after = trainer.evaluate()["eval_loss"] if val_rows else None
-    policy.model.eval()
-    (out / "sft_log.jsonl").write_text("".join(json.dumps(r) + "\n" for r in trainer.state.log_history))
-    shutil.rmtree(work, ignore_errors=True)  # save_strategy="no": nothing in it worth keeping
-    print(f"seedbench: analyzer SFT: {len(train_rows)} train / {len(val_rows)} val examples, "
-          f"{trainer.state.global_step} steps, train loss {result.training_loss:.4f}"
-          + (f", val loss {before:.4f} -> {after:.4f}" if val_rows else ""), flush=True)
-    return {"train_loss": float(result.training_loss), "val_loss_before": before, "val_loss_after": after,
-            "sft_steps": int(trainer.state.global_step)}
-
-
-def _progress_callback() -> Any:
-    """A seedbench progress bar over the SFT optimiser steps, with the latest training loss. The Trainer's
-    own tqdm is off because it redraws every step, which floods a log file. Built inside a function so
-    that importing this module does not import transformers."""
-    from transformers import TrainerCallback
-
-    from seedbench.progress import progress_bar
-
-    class SFTProgress(TrainerCallback):
-        def on_train_begin(self, args, state, control, **kwargs):
-            self.bar = progress_bar(total=state.max_steps, desc="analyzer SFT", unit="step")
-
-        def on_step_end(self, args, state, control, **kwargs):
-            self.bar.update(state.global_step - self.bar.n)
-
-        def on_log(self, args, state, control, logs=None, **kwargs):
-            if logs and "loss" in logs:
-                self.bar.set_postfix(loss=f"{logs['loss']:.3f}", refresh=False)
-
-        def on_train_end(self, args, state, control, **kwargs):
-            self.bar.close()
-
-    return SFTProgress()
