@@ -255,6 +255,7 @@ def main(argv: list[str] | None = None) -> int:
     from seedbench.envs.contract import EnvContractError
     from seedbench.jsonio import DiskFullError, RunFileError
     from seedbench.paths import UnsafePathError
+    from seedbench.training.warm_start import WarmStartError
     from seedbench.registry import UnknownNameError
 
     argv = list(sys.argv[1:] if argv is None else argv)
@@ -264,7 +265,7 @@ def main(argv: list[str] | None = None) -> int:
         args = build_parser().parse_args(argv)
         return args.func(args)
     except (CLIError, ConfigError, UnknownNameError, EnvContractError, FileNotFoundError, ImportError, DiskFullError,
-            RunFileError, UnsafePathError) as err:
+            RunFileError, UnsafePathError, WarmStartError) as err:
         print(f"seedbench: error: {err}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

@@ -226,6 +226,47 @@ class EvalConfig:
 
 
 @dataclass
+class WarmStartConfig:
+    """A behaviour-cloning warm start built before the run from the env's expert (`seedbench sft-policy`,
+    docs/warm_start.md) and cached by its inputs (`seedbench.training.starting_model`). The CPU stand-in for
+    the instruct models the papers start from: the embedded 135M base model almost never answers in the
+    action format, so without it a multi-turn run has no reward to learn from."""
+
+    demos: NonNegativeInt = 0
+    """Expert episodes of the training split to clone; 0 = no warm start (the run starts from ``model.name``)."""
+    epochs: Positive = 1.0
+    """Passes over the demonstrations. Few on purpose: the aim is a policy that acts in format and sometimes
+    succeeds, leaving RL something to learn."""
+    lr: Positive = 3e-5
+    """SFT learning rate."""
+    batch_size: Count = 8
+    """Demonstration steps per optimizer step."""
+
+
+@dataclass
+class AnalyzerSFTConfig:
+    """SEED's stage 1 built before the run from the (warm-started) policy (`seedbench sft-analyzer`,
+    docs/seed.md) and cached by its inputs. Every agent of a comparison can start from it: GRPO from the
+    same stage-1 checkpoint is SEED's fair baseline."""
+
+    annotator: str = ""
+    """Who writes the reference analyses: ``hindsight`` (rule-based, from each trajectory alone), ``oracle``
+    (leaks the answer), ``hf:<local model>`` or ``openai:<model>``; empty = no stage 1."""
+    tasks: Count = 8
+    """Training tasks rolled out for annotation (paper: 180)."""
+    group_size: Count = 4
+    """Rollouts per task (paper: 8)."""
+    temperature: NonNegative = 0.4
+    """Rollout temperature (paper: 0.4)."""
+    epochs: Positive = 1.0
+    """SFT epochs (paper: 3)."""
+    lr: Positive = 5e-6
+    """SFT learning rate (paper: 5e-6 text)."""
+    batch_size: Count = 4
+    """SFT examples per optimizer step."""
+
+
+@dataclass
 class VLLMConfig:
     """vLLM engine knobs (used only with ``engine: vllm``); None = vLLM's own default."""
 
@@ -304,6 +345,10 @@ class RunConfig:
     """Held-out evaluation (also what ``seedbench eval <run>`` replays)."""
     algo: dict[str, Any] = field(default_factory=dict)
     """Agent coefficients (validated against the agent's config dataclass)."""
+    warm_start: WarmStartConfig = field(default_factory=WarmStartConfig)
+    """Behaviour-cloning warm start built (once, cached) before the run; off unless ``demos`` > 0."""
+    analyzer_sft: AnalyzerSFTConfig = field(default_factory=AnalyzerSFTConfig)
+    """SEED's stage 1 built (once, cached) before the run, after the warm start; off unless ``annotator``."""
     save_every: Count = 1
     """Checkpoint every k iterations (resume restarts from the last one)."""
     keep_checkpoints: Count = 1

@@ -8,6 +8,7 @@ else, so SEED adds its analysis and re-scoring pass and an extra loss term witho
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import random
 import time
 import warnings
@@ -29,6 +30,7 @@ from seedbench.seeding import seed_everything as _seed_everything
 from seedbench.envs.batch import EnvBatch, LocalEnvs
 from seedbench.envs.checks import probe_reset_seeding
 from seedbench.provenance import env_provenance, task_list_hash, write_eval_tasks
+from seedbench.training.starting_model import starting_model_name
 from seedbench.training.evaluate import Evaluator, before_after, before_after_line, success_table  # noqa: F401 - re-exported
 from seedbench.jsonio import RunFileError, RunFileWarning
 from seedbench.training import distributed
@@ -64,8 +66,12 @@ class Trainer:
         self.dist = distributed.from_environment(config.distributed.strategy)
         entry = resolve_env(config.env)
         self.env_entry = entry
+        # The recipe's warm start and stage 1 are built (or found in the cache) before anything is written;
+        # config.yaml keeps the recipe, and the run loads what it names.
+        start = self.dist.broadcast_object(starting_model_name(config) if self.dist.is_main else None)
+        self.model_config = dataclasses.replace(config.model, name=start)
         # A fine-tuned checkpoint names the env it was made on; refuse another one before anything is written.
-        self.model_origin = checkpoint_origin(config.model.name)
+        self.model_origin = checkpoint_origin(start)
         check_origin_env(self.model_origin, entry.alias, config.model.allow_other_env)
         agent_cls, agent_config = build_agent(config)
         out = Path(config.output) if config.output else Path("runs") / default_run_name(
@@ -98,7 +104,7 @@ class Trainer:
                                        top_p=config.rollout.top_p, **env_stop(self.env))
         # One rule, asked before the model loads: load the reference exactly when updates will use it.
         self.needs_reference = agent_cls.needs_reference(agent_config)
-        self.policy = load_policy(config.model, need_reference=self.needs_reference, seed=config.seed)
+        self.policy = load_policy(self.model_config, need_reference=self.needs_reference, seed=config.seed)
         self.dist.prepare_model(self.policy.model, config.seed)  # [distributed] rank 0's weights everywhere
         self.resources.gpus = gpus_held(self.policy.device)
         from seedbench.engines.factory import make_engine

@@ -229,7 +229,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def warm_start(config: RunConfig, *, demos: int, epochs: float, lr: float, batch_size: int, output: str | None = None,
-               config_path: str | None = None, set_pairs: list[str] = ()) -> Path:
+               config_path: str | None = None, set_pairs: list[str] = (), announce: bool = True) -> Path:
     """Collect the demonstrations, fine-tune, save ``OUTPUT/model`` with its provenance; returns that path."""
     import dataclasses
 
@@ -293,6 +293,8 @@ def warm_start(config: RunConfig, *, demos: int, epochs: float, lr: float, batch
         print(f"seedbench: warning: the longest demonstrated answer has {max(response_tokens)} tokens, more than "
               f"rollout.max_new_tokens={config.rollout.max_new_tokens}; raise it in the run that starts from "
               "this checkpoint", flush=True)
+    if not announce:
+        return model_dir
     print(f"seedbench: warm-start checkpoint: {model_dir}")
     print(f"seedbench: next: seedbench run --env {entry.alias} --model {model_dir}"
           + (f" --config {config_path}" if config_path else ""))

@@ -175,7 +175,22 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def run(args: Stage1Config) -> Path:
+def build_for_run(config: Any, base_name: str, output: Path) -> Path:
+    """Stage 1 as a step of a run's recipe (``analyzer_sft`` in the run config,
+    `seedbench.training.starting_model`): the run's env, kwargs, prompt limits, engine and seed, from
+    `base_name`, into ``output/model``."""
+    settings = config.analyzer_sft
+    stage1 = Stage1Config(
+        env=config.env, env_kwargs=dict(config.env_kwargs), annotator=settings.annotator,
+        model=dataclasses.replace(config.model, name=base_name), output=str(output), tasks=settings.tasks,
+        group_size=settings.group_size, temperature=settings.temperature, max_new_tokens=config.rollout.max_new_tokens,
+        max_steps=config.rollout.max_steps, history_length=config.rollout.history_length, epochs=settings.epochs,
+        lr=settings.lr, batch_size=settings.batch_size, seed=config.seed, engine=config.engine)
+    return run(stage1, announce=False)
+
+
+def run(args: Stage1Config, announce: bool = True) -> Path:
+    """Stage 1 end to end into ``args.output/model``; `announce` prints where it went and the next command."""
     import numpy as np
 
     from seedbench.agents.seed.analysis import episode_steps, fit_analyzer_content, parse_analysis
@@ -302,6 +317,7 @@ def run(args: Stage1Config) -> Path:
                                                  "timing": {"rollout_s": t_rollout, "annotate_s": t_annotate}})
     note = {"oracle": " (oracle annotator: skills leak the answer; hint distillation, not a trained analyzer)",
             "hindsight": " (hindsight annotator: rule-based analyses, not a model)"}.get(annotator.kind, "")
-    print(f"seedbench: analyzer SFT checkpoint: {model_dir}{note}")
-    print(f"seedbench: next: seedbench run --agent seed --env {entry.alias} --model {model_dir}")
+    if announce:
+        print(f"seedbench: analyzer SFT checkpoint: {model_dir}{note}")
+        print(f"seedbench: next: seedbench run --agent seed --env {entry.alias} --model {model_dir}")
     return model_dir

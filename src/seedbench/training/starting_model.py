@@ -1,0 +1,107 @@
+"""The weights a run starts from, when the recipe asks for them to be built first: a behaviour-cloning warm
+start (`seedbench sft-policy`) and SEED's stage-1 analyzer SFT (`seedbench sft-analyzer`), chained in that
+order and each built once, then cached.
+
+A recipe such as ``configs/quickstart_cpu.yaml`` sets ``warm_start.demos`` and ``analyzer_sft.annotator``
+instead of naming a checkpoint, so one ``seedbench run`` command does what would otherwise be three. Each
+built checkpoint lives in ``<cache>/starting_models/<kind>-<key>/model`` where the key hashes everything that
+decides its weights (the base model's checksum, the env and its kwargs, the prompt's history and step cap,
+the step's settings, the seed and the seedbench version), so a second run with the same recipe reuses it and
+a changed recipe builds another. A build is written to a temporary folder and renamed into place when it is
+complete, so a killed build leaves nothing that a later run would take for finished.
+
+``config.yaml`` keeps the recipe (``model.name`` stays the base model): ``--resume`` and ``seedbench eval``
+find the same cached checkpoint again through the same key, and ``summary.json`` records the chain through
+each checkpoint's own provenance file (`seedbench.training.origin`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import shutil
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+from seedbench.config import RunConfig
+from seedbench.paths import cache_dir
+
+CACHE_FOLDER = "starting_models"
+ANALYZER_SFT_BUILDER = "seedbench.agents.seed.stage1:build_for_run"
+
+
+def cache_key(kind: str, config: RunConfig, base_name: str, settings: dict[str, Any]) -> str:
+    """A short hash of what decides the weights of a `kind` step built from `base_name` under `config`."""
+    from seedbench import __version__
+
+    facts = {"kind": kind, "base": base_identity(base_name), "env": config.env, "env_kwargs": config.env_kwargs,
+             "history_length": config.rollout.history_length, "max_steps": config.rollout.max_steps,
+             "dtype": config.model.dtype, "seed": config.seed, "settings": settings, "seedbench": __version__}
+    return hashlib.sha256(json.dumps(facts, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+
+def base_identity(name: str) -> str:
+    """What a step is built from: a checkpoint this module cached is named by its own key (its folder);
+    any other model by its checksum (`checkpoint_checksum`: for a local folder, file names and sizes, which
+    two fine-tunes of one model share, so it cannot tell cached steps apart)."""
+    from seedbench.models.policy import checkpoint_checksum
+
+    path = Path(name)
+    if path.parent.parent == cache_dir(CACHE_FOLDER):
+        return path.parent.name
+    return checkpoint_checksum(name)[1]
+
+
+def cached_build(kind: str, key: str, build: Callable[[Path], Path]) -> Path:
+    """The checkpoint of step `kind` with `key`, built by ``build(output_dir)`` when it is not cached yet."""
+    root = cache_dir(CACHE_FOLDER)
+    final = root / f"{kind}-{key}"
+    if (final / "model" / "config.json").exists():
+        print(f"seedbench: {kind}: using the cached checkpoint {final / 'model'}", flush=True)
+        return final / "model"
+    scratch = root / f".{kind}-{key}.building-{int(time.time() * 1000)}"
+    print(f"seedbench: {kind}: building it once (cached in {final})", flush=True)
+    try:
+        model_dir = build(scratch)
+        assert model_dir == scratch / "model", model_dir
+        if final.exists():  # an earlier build that was killed after its rename began: replace it
+            shutil.rmtree(final)
+        scratch.rename(final)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    return final / "model"
+
+
+def warm_start_model(config: RunConfig, base_name: str) -> Path:
+    """The behaviour-cloning warm start of `config.warm_start` from `base_name` (built once, cached)."""
+    from seedbench.training.warm_start import warm_start
+
+    settings = dataclasses.asdict(config.warm_start)
+    key = cache_key("warm-start", config, base_name, settings)
+    step = dataclasses.replace(config, model=dataclasses.replace(config.model, name=base_name))
+    return cached_build("warm-start", key, lambda out: warm_start(
+        step, demos=settings["demos"], epochs=settings["epochs"], lr=settings["lr"],
+        batch_size=settings["batch_size"], output=str(out), announce=False))
+
+
+def analyzer_sft_model(config: RunConfig, base_name: str) -> Path:
+    """SEED's stage 1 of `config.analyzer_sft` from `base_name` (built once, cached). The stage-1 command
+    belongs to SEED's package; it is reached by name, like a registry entry, so core imports no agent."""
+    from seedbench.registry import load_object
+
+    settings = {**dataclasses.asdict(config.analyzer_sft), "max_new_tokens": config.rollout.max_new_tokens}
+    key = cache_key("analyzer-sft", config, base_name, settings)
+    build = load_object(ANALYZER_SFT_BUILDER)
+    return cached_build("analyzer-sft", key, lambda out: build(config, base_name, out))
+
+
+def starting_model_name(config: RunConfig) -> str:
+    """What the run loads: `config.model.name`, or the checkpoint its warm-start / stage-1 steps build."""
+    name = config.model.name
+    if config.warm_start.demos > 0:
+        name = str(warm_start_model(config, name))
+    if config.analyzer_sft.annotator:
+        name = str(analyzer_sft_model(config, name))
+    return name

@@ -1,0 +1,89 @@
+"""A run whose recipe asks for a warm start and SEED's stage 1 builds both once, in order, caches them by
+their inputs, starts from the stage-1 checkpoint and records the chain; config.yaml keeps the recipe."""
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+
+from seedbench.cli import main as cli_main
+
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
+
+RECIPE = ["--env", "frozenlake", "--agent", "seed", "--model", "tiny", "--iterations", "1", "--set",
+          "warm_start.demos=2", "warm_start.lr=1e-3", "analyzer_sft.annotator=hindsight", "analyzer_sft.tasks=2",
+          "analyzer_sft.group_size=2", "rollout.max_steps=8", "rollout.max_new_tokens=4", "rollout.tasks_per_batch=1",
+          "eval.num_tasks=2", "algo.analysis_max_new_tokens=8", "algo.expect_analyzer_sft=false", "env_kwargs.p=0.9"]
+
+
+def _built(cache: Path, kind: str) -> list[Path]:
+    return sorted(p for p in (cache / "starting_models").glob(f"{kind}-*") if not p.name.startswith("."))
+
+
+def test_warm_start_then_stage1_are_built_once_and_the_run_starts_from_them(tmp_path, monkeypatch, capsys):
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("SEEDBENCH_CACHE", str(cache))
+    assert cli_main(["run", *RECIPE, "--output", str(tmp_path / "a")]) == 0
+    first = capsys.readouterr().out
+    (warm,) = _built(cache, "warm-start")
+    (stage1,) = _built(cache, "analyzer-sft")
+    assert "warm-start: building it once" in first and "analyzer-sft: building it once" in first
+    # the chain: stage 1 was trained from the warm start, which was trained from the base model
+    summary = json.loads((tmp_path / "a" / "summary.json").read_text())
+    origin = summary["model"]["origin"]
+    assert origin["command"] == "sft-analyzer" and origin["path"] == str((stage1 / "model").resolve())
+    assert origin["provenance"]["base_origin"]["command"] == "sft-policy"
+    assert origin["provenance"]["base_origin"]["path"] == str((warm / "model").resolve())
+    assert origin["provenance"]["annotator"] == "hindsight"
+    assert summary["model"]["source"] == str(stage1 / "model")
+    # config.yaml keeps the recipe, not the cache path, so --resume and eval find the same checkpoint again
+    saved = yaml.safe_load((tmp_path / "a" / "config.yaml").read_text())
+    assert saved["model"]["name"] == "tiny" and saved["warm_start"]["demos"] == 2
+    assert not list((cache / "starting_models").glob(".*"))  # no scratch folder left behind
+
+    # the same recipe again: nothing is rebuilt
+    assert cli_main(["run", *RECIPE, "--output", str(tmp_path / "b")]) == 0
+    second = capsys.readouterr().out
+    assert "building" not in second and second.count("using the cached checkpoint") == 2
+    assert _built(cache, "warm-start") == [warm] and _built(cache, "analyzer-sft") == [stage1]
+
+
+
+def test_the_cache_key_changes_with_what_decides_the_weights(tmp_path, monkeypatch):
+    from seedbench.config import build_config
+    from seedbench.training.starting_model import CACHE_FOLDER, base_identity, cache_key
+
+    monkeypatch.setenv("SEEDBENCH_CACHE", str(tmp_path))
+    base = build_config(overrides={"env": "frozenlake", "model": {"name": "tiny"}})
+    key = cache_key("warm-start", base, "tiny", {"demos": 2})
+    assert key == cache_key("warm-start", build_config(overrides={"env": "frozenlake", "model": {"name": "tiny"}}),
+                            "tiny", {"demos": 2})
+    others = [cache_key("warm-start", base, "tiny", {"demos": 3}), cache_key("analyzer-sft", base, "tiny", {"demos": 2}),
+              cache_key("warm-start", base, "other", {"demos": 2}),
+              cache_key("warm-start", build_config(overrides={"env": "frozenlake", "model": {"name": "tiny"},
+                                                              "env_kwargs": {"p": 0.9}}), "tiny", {"demos": 2}),
+              cache_key("warm-start", build_config(overrides={"env": "frozenlake", "model": {"name": "tiny"},
+                                                              "rollout": {"history_length": 1}}), "tiny", {"demos": 2})]
+    assert len({key, *others}) == 6
+    # a step built on a cached checkpoint is keyed by that checkpoint's own key, not by its file sizes,
+    # which two fine-tunes of one model share
+    for name in ("warm-start-aaaa", "warm-start-bbbb"):
+        (tmp_path / CACHE_FOLDER / name / "model").mkdir(parents=True)
+        (tmp_path / CACHE_FOLDER / name / "model" / "config.json").write_text("{}")
+    first = str(tmp_path / CACHE_FOLDER / "warm-start-aaaa" / "model")
+    second = str(tmp_path / CACHE_FOLDER / "warm-start-bbbb" / "model")
+    assert base_identity(first) == "warm-start-aaaa"
+    assert cache_key("analyzer-sft", base, first, {}) != cache_key("analyzer-sft", base, second, {})
+
+
+def test_a_failed_build_leaves_no_cached_checkpoint_and_no_run(tmp_path, monkeypatch, capsys):
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("SEEDBENCH_CACHE", str(cache))
+    # choice has no expert: the warm start stops with one line before anything is cached or written
+    rc = cli_main(["run", "--env", "choice", "--model", "tiny", "--set", "warm_start.demos=2",
+                   "--output", str(tmp_path / "run")])
+    err = capsys.readouterr().err
+    assert rc == 2 and err.count("\n") == 1 and "has no scripted expert" in err
+    assert not (tmp_path / "run").exists()
+    assert not [p for p in (cache / "starting_models").iterdir()]
