@@ -240,7 +240,9 @@ class WarmStartConfig:
     lr: Positive = 3e-5
     """SFT learning rate."""
     batch_size: Count = 8
-    """Demonstration steps per optimizer step."""
+    """Demonstration steps per forward pass (sets the fine-tune's peak memory)."""
+    grad_accum: Count = 1
+    """Forward passes per optimizer step (an optimizer step sees ``batch_size × grad_accum`` steps)."""
 
 
 @dataclass
@@ -263,7 +265,9 @@ class AnalyzerSFTConfig:
     lr: Positive = 5e-6
     """SFT learning rate (paper: 5e-6 text)."""
     batch_size: Count = 4
-    """SFT examples per optimizer step."""
+    """SFT examples per forward pass (analyzer prompts hold whole episodes: this sets the peak memory)."""
+    grad_accum: Count = 1
+    """Forward passes per optimizer step."""
 
 
 @dataclass

@@ -83,7 +83,7 @@ def warm_start_model(config: RunConfig, base_name: str) -> Path:
     step = dataclasses.replace(config, model=dataclasses.replace(config.model, name=base_name))
     return cached_build("warm-start", key, lambda out: warm_start(
         step, demos=settings["demos"], epochs=settings["epochs"], lr=settings["lr"],
-        batch_size=settings["batch_size"], output=str(out), announce=False))
+        batch_size=settings["batch_size"], grad_accum=settings["grad_accum"], output=str(out), announce=False))
 
 
 def analyzer_sft_model(config: RunConfig, base_name: str) -> Path:

@@ -181,7 +181,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--demos", type=int, default=48, help="expert episodes to play (default 48; only won ones are kept)")
     p.add_argument("--epochs", type=float, default=1.0, help="SFT epochs (default 1)")
     p.add_argument("--lr", type=float, default=3e-5, help="SFT learning rate (default 3e-5)")
-    p.add_argument("--batch-size", type=int, default=8, help="examples per optimiser step (default 8)")
+    p.add_argument("--batch-size", type=int, default=8, help="examples per forward pass (default 8)")
+    p.add_argument("--grad-accum", type=int, default=1,
+                   help="forward passes per optimiser step (default 1; a smaller --batch-size with more passes "
+                        "takes the same step in less memory)")
     p.add_argument("--output", help="output directory (default runs/sft-policy__<env>__<model>__s<seed>__<time>); "
                                     "the checkpoint goes to OUTPUT/model")
     return p
@@ -199,7 +202,7 @@ def parse_args(argv: list[str] | None) -> tuple[argparse.Namespace, RunConfig]:
             set_dotted(overrides, dotted, getattr(args, flag))
     if "env" not in overrides and not (args.config and load_yaml(args.config).get("env")):
         raise ConfigError("sft-policy needs the env: pass --env NAME or a --config recipe that sets env")
-    for name in ("demos", "batch_size"):
+    for name in ("demos", "batch_size", "grad_accum"):
         if getattr(args, name) < 1:
             raise ConfigError(f"--{name.replace('_', '-')} must be at least 1, got {getattr(args, name)}")
     for name in ("epochs", "lr"):
@@ -214,6 +217,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         args, config = parse_args(argv)
         warm_start(config, demos=args.demos, epochs=args.epochs, lr=args.lr, batch_size=args.batch_size,
+                   grad_accum=args.grad_accum,
                    output=args.output, config_path=args.config, set_pairs=args.set or [])
     except (WarmStartError, ConfigError, UnknownNameError, FileNotFoundError, ImportError) as err:
         print(f"seedbench: error: {err}", file=sys.stderr)
@@ -228,7 +232,8 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def warm_start(config: RunConfig, *, demos: int, epochs: float, lr: float, batch_size: int, output: str | None = None,
+def warm_start(config: RunConfig, *, demos: int, epochs: float, lr: float, batch_size: int, grad_accum: int = 1,
+               output: str | None = None,
                config_path: str | None = None, set_pairs: list[str] = (), announce: bool = True) -> Path:
     """Collect the demonstrations, fine-tune, save ``OUTPUT/model`` with its provenance; returns that path."""
     import dataclasses
@@ -267,7 +272,7 @@ def warm_start(config: RunConfig, *, demos: int, epochs: float, lr: float, batch
         handle.writelines(json.dumps({"task": d.task, "step": d.step, "prompt": d.content, "response": d.response}) + "\n"
                           for d in demo_set.demos)
     rows = [tokenize_example(policy.tokenizer, d.content, d.response) for d in demo_set.demos]
-    settings = SFTSettings(epochs=epochs, lr=lr, batch_size=batch_size, seed=config.seed,
+    settings = SFTSettings(epochs=epochs, lr=lr, batch_size=batch_size, grad_accum=grad_accum, seed=config.seed,
                            gradient_checkpointing=config.model.gradient_checkpointing, label="policy SFT")
     metrics = fine_tune(policy, rows, [], settings, out)
 
@@ -281,6 +286,7 @@ def warm_start(config: RunConfig, *, demos: int, epochs: float, lr: float, batch
         "demo_split": demo_set.split, "demos_requested": demos,
         "demo_episodes": demo_set.episodes, "demo_episodes_won": demo_set.won, "demo_steps": len(demo_set.demos),
         "max_response_tokens": max(response_tokens), "epochs": epochs, "lr": lr, "batch_size": batch_size,
+        "grad_accum": grad_accum,
         "seed": config.seed, "base_model": config.model.name, "base_source": policy.source,
         "base_checksum": policy.checksum, "base_origin": checkpoint_origin(config.model.name),
         "seedbench_version": __version__,

@@ -185,7 +185,8 @@ def build_for_run(config: Any, base_name: str, output: Path) -> Path:
         model=dataclasses.replace(config.model, name=base_name), output=str(output), tasks=settings.tasks,
         group_size=settings.group_size, temperature=settings.temperature, max_new_tokens=config.rollout.max_new_tokens,
         max_steps=config.rollout.max_steps, history_length=config.rollout.history_length, epochs=settings.epochs,
-        lr=settings.lr, batch_size=settings.batch_size, seed=config.seed, engine=config.engine)
+        lr=settings.lr, batch_size=settings.batch_size, grad_accum=settings.grad_accum, seed=config.seed,
+        engine=config.engine)
     return run(stage1, announce=False)
 
 
