@@ -102,10 +102,27 @@ class MiniBatch:
     micro_batches: int = 1
     """Micro-batches (forward passes) in that mini-batch; with `minibatch_tokens` it lets a term use
     another normaliser (SEED's reference OPD mean over its active tokens per micro-batch)."""
+    loss_agg_mode: str = "token-mean"
+    """``optim.loss_agg_mode``: how `loss_weight` aggregates the per-token losses (`loss_token_weights`)."""
+    engine_logp: torch.Tensor | None = None
+    """The rollout engine's sampled log-probs of the response tokens (NaN rows: unknown), only when
+    ``optim.rollout_is`` is on."""
+    rollout_is: str = "off"
+    """``optim.rollout_is``: ``off``, ``token`` or ``sequence`` truncated importance sampling."""
+    rollout_is_cap: float = 2.0
+    """``optim.rollout_is_cap``: the truncation C of the importance ratio."""
 
     def __post_init__(self) -> None:
         if not self.minibatch_tokens:
             self.minibatch_tokens = int(self.mask.sum())
+
+    @property
+    def loss_weight(self) -> torch.Tensor:
+        """Per-token weights [B, L] (0 on padding) the loss terms sum with instead of ``mask``, so the
+        trainer's division by `minibatch_tokens` gives the `loss_agg_mode` aggregation."""
+        from seedbench.agents.losses import loss_token_weights
+
+        return loss_token_weights(self.mask, self.loss_agg_mode, self.minibatch_tokens, self.micro_batches)
 
 
 @dataclass
