@@ -587,6 +587,9 @@ def validate_config(config: RunConfig, *, check_host: bool = True) -> RunConfig:
         _check_eval_splits(config, entry, env_cls)
     config.rollout.max_steps, config.env_kwargs = resolve_step_cap(entry.alias, env_cls, config.rollout.max_steps,
                                                                    config.env_kwargs)
+    from seedbench.registry import canonical_agent
+
+    config.agent = canonical_agent(config.agent)  # a run records the catalogue name, never an alias
     algo = agent_config(config)
     _check_budgets(config, algo)
     _check_rollout_is(config)
