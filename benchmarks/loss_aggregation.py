@@ -2,11 +2,15 @@
 
     python benchmarks/loss_aggregation.py [--model smollm2-135m] [--batch PATH] [--out benchmarks/results/loss_aggregation.json]
 
-The batch is the one `benchmarks/update_speed.py` records (one quick-start rollout). From the same weights,
-one update per mode; the gradient the optimizer would step with (before clipping) is captured and compared
-with the ``global-token-mean`` one (the trainer's rule before the reference rule became the default):
-cosine and norm ratio. Then every response is cut to the shortest response length, so every micro-batch
-has the same token count, where ``token-mean`` and ``global-token-mean`` must agree (cosine 1, ratio 1).
+The batch is the one `benchmarks/update_speed.py` records (one quick-start rollout). One update under
+``global-token-mean`` (the trainer's rule before the reference rule became the default) records each
+micro-batch's gradient contribution ``d_k`` (the accumulated gradient before and after its backward) and
+its token count ``n_k``; the ``token-mean`` (reference, default) gradient of the same update is then
+``Σ_k d_k · T / (n_k · K)`` with ``T`` the mini-batch's tokens and ``K`` its micro-batches, which is exactly
+what that mode's weights do (`seedbench.agents.losses.loss_token_weights`; tests/test_loss_aggregation.py
+checks the mode itself), at the cost of one update instead of two on a slow CPU. Reported: cosine and
+norm ratio (default / old default) of the gradients before clipping. Then every response is cut to the
+shortest response length, so every micro-batch has the same token count, where the two must agree.
 """
 
 from __future__ import annotations
@@ -21,20 +25,53 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from update_speed import QUICKSTART, active_advantages, batch_path, make_trainer, record_batch  # noqa: E402
 
-MODES = ("global-token-mean", "token-mean", "seq-mean-token-mean", "seq-mean-token-sum")
-
-
-def gradient(trainer, prepared, trajectories, mode: str):
+def gradients(trainer, prepared, trajectories):
+    """(old default gradient, default gradient, micro-batch token counts) of one update; the weights stay put."""
     import torch
 
-    trainer.config.optim.loss_agg_mode = mode
-    grads = {}
-    trainer.optimizer.step = lambda *a, **k: grads.update(
-        {n: p.grad.detach().clone() for n, p in trainer.policy.model.named_parameters() if p.grad is not None})
-    trainer.config.optim.grad_clip = 1e12  # the raw gradient; clipping would hide the norm ratio
-    trainer.update(copy.deepcopy(prepared), trajectories)
-    del trainer.optimizer.step
-    return torch.cat([g.flatten().double() for _, g in sorted(grads.items())])
+    model, cfg = trainer.policy.model, trainer.config.optim
+    cfg.loss_agg_mode, cfg.grad_clip = "global-token-mean", 1e12  # the raw gradient: clipping hides the norm ratio
+    params = [p for _, p in sorted(model.named_parameters()) if p.requires_grad]
+
+    def flat():
+        return torch.cat([(p.grad if p.grad is not None else torch.zeros_like(p)).detach().flatten().double()
+                          for p in params])
+
+    state = {"previous": None, "counts": [], "token_mean": None}
+    real_loss = trainer.agent.loss
+
+    def close_micro_batch():  # the contribution of the micro-batch whose backward ran last
+        if state["previous"] is None:
+            return
+        now = flat()
+        contribution = now - state["previous"]
+        state["contributions"].append(contribution)
+        state["previous"] = now
+
+    def recording_loss(mb):
+        if state["previous"] is None:
+            state["previous"], state["contributions"] = flat(), []
+        else:
+            close_micro_batch()
+        state["counts"].append(int(mb.mask.sum()))
+        state["tokens"], state["K"] = mb.minibatch_tokens, mb.micro_batches
+        return real_loss(mb)
+
+    final = {}
+
+    def step(*args, **kwargs):
+        close_micro_batch()
+        final["global"] = flat()
+        T, K = state["tokens"], state["K"]
+        final["token_mean"] = sum(d * (T / (n * K)) for d, n in zip(state["contributions"], state["counts"]))
+
+    trainer.agent.loss, trainer.optimizer.step = recording_loss, step
+    try:
+        trainer.update(copy.deepcopy(prepared), trajectories)
+    finally:
+        del trainer.agent.loss, trainer.optimizer.step
+    assert len(state["contributions"]) == len(state["counts"]) == state["K"], "one mini-batch expected"
+    return final["global"], final["token_mean"], state["counts"]
 
 
 def compare(a, b) -> dict:
@@ -61,18 +98,19 @@ def main(argv=None) -> int:
     cfg = trainer.config.optim
     lengths = [len(s.response_ids) for s in prepared.samples]
     result = {"samples": len(lengths), "response_tokens": lengths, "mini_batch_size": cfg.mini_batch_size,
-              "micro_batch_size": cfg.micro_batch_size, "advantages_forced": forced, "vs_global_token_mean": {}}
-    grads = {mode: gradient(trainer, prepared, trajectories, mode) for mode in MODES}
-    for mode in MODES[1:]:
-        result["vs_global_token_mean"][mode] = compare(grads[mode], grads["global-token-mean"])
-        print(f"{mode:>20} vs global-token-mean: {result['vs_global_token_mean'][mode]}", flush=True)
+              "micro_batch_size": cfg.micro_batch_size, "advantages_forced": forced}
+    old, default, counts = gradients(trainer, prepared, trajectories)
+    result["micro_batch_tokens"] = counts
+    result["token_mean_vs_global_token_mean"] = compare(default, old)
+    print(f"micro-batch tokens {counts}: token-mean vs global-token-mean {result['token_mean_vs_global_token_mean']}",
+          flush=True)
     shortest = min(lengths)
     equal = copy.deepcopy(prepared)
     for sample in equal.samples:  # same prompts, responses cut to one length: equal micro-batch token counts
         sample.response_ids = sample.response_ids[:shortest]
-    result["equal_tokens"] = {"response_tokens": shortest, **compare(
-        gradient(trainer, equal, [], "token-mean"), gradient(trainer, equal, [], "global-token-mean"))}
-    print(f"equal token counts ({shortest} per response): {result['equal_tokens']}", flush=True)
+    old, default, counts = gradients(trainer, equal, [])
+    result["equal_tokens"] = {"response_tokens": shortest, "micro_batch_tokens": counts, **compare(default, old)}
+    print(f"equal token counts {counts}: {result['equal_tokens']}", flush=True)
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(result, indent=2) + "\n")

@@ -220,6 +220,10 @@ def test_transform_prompt_inserts_one_library_skill_per_episode(tmp_path):
     assert plain.agent.transform_prompt(traj, content) == content  # SEED itself never touches acting prompts
     trainer.close()
     plain.close()
+    ours = Trainer(_config(tmp_path, "skill-prompt", "ours", skill_library=str(_library(tmp_path)), skill_block="seedbench"))
+    assert ours.agent.transform_prompt(traj, content) == insert_skill(content, SKILL, "seedbench")
+    assert "Episode-Level Skill\nUse the following skill" in ours.agent.transform_prompt(traj, content)
+    ours.close()
 
 
 def test_frozen_analyzer_analyses_with_the_initial_weights(tmp_path):
