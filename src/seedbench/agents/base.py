@@ -11,8 +11,9 @@ directory. One update:
    ``update_info`` (numbers that hold for the whole update);
 3. the trainer scores the samples with the pre-update weights (``old_logp``; ``ref_logp`` when
    ``Agent.needs_reference(config)``), then for every micro-batch builds a `MiniBatch` and calls
-   ``agent.loss(minibatch)`` → (token-summed loss, token-summed metrics); it divides both by the
-   mini-batch's response-token count (a token mean) and steps the optimizer.
+   ``agent.loss(minibatch)`` → (loss summed with ``minibatch.loss_weight``, token-summed metrics); it
+   divides both by the mini-batch's response-token count (with the weights: the ``optim.loss_agg_mode``
+   aggregation) and steps the optimizer.
 
 Agents keep no state between `prepare` and `loss`: what the loss needs beyond the per-sample fields
 travels in ``TrainSample.extras`` (per token) or ``PreparedUpdate.update_info`` (per update), which the
@@ -210,5 +211,6 @@ class Agent(ABC):
 
     @abstractmethod
     def loss(self, mb: MiniBatch) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
-        """Token-*summed* loss of one micro-batch and token-summed metrics (``train/…`` or the agent's own
-        prefix); the trainer divides both by the mini-batch's response-token count."""
+        """Loss of one micro-batch summed over tokens with `MiniBatch.loss_weight`, and token-summed metrics
+        (``train/…`` or the agent's own prefix); the trainer divides both by the mini-batch's
+        response-token count, which with the weights gives the ``optim.loss_agg_mode`` aggregation."""
