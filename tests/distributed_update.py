@@ -71,7 +71,9 @@ def main(out: Path) -> None:
             config = build_config(overrides={
                 "env": "choice", "agent": "grpo", "model": {"name": "tiny"}, "iterations": 1,
                 "output": str(out / f"run_{strategy}"), "distributed": {"strategy": "fsdp" if strategy == "fsdp" else "ddp"},
-                "optim": {"lr": 0.01, "mini_batch_size": 4, "micro_batch_size": 2, "ppo_epochs": 2},
+                "optim": {"lr": 0.01, "mini_batch_size": 4, "micro_batch_size": 2, "ppo_epochs": 2,
+                          # the one aggregation independent of how ranks cut their micro-batches
+                          "loss_agg_mode": "global-token-mean"},
                 "rollout": {"tasks_per_batch": 2, "group_size": 2}, "eval": {"num_tasks": 2}})
             trainers.append(Trainer(config))  # both share the process group; closed at the end
             updates(trainers[-1], out, strategy)

@@ -301,3 +301,31 @@ def test_shipped_leaderboards_validate_and_are_built(tmp_path):
     readme = (copy / "README.md").read_text()
     assert "91.8 (macro, 1 seed)" in readme and "75.0 (micro, 1 seed)" in readme  # SEED paper, ALFWorld
     assert "86.7 ± 1.7 (3 seeds)" in readme and "67.4 ± 4.5 (3 seeds)" in readme  # GiGPO paper
+
+
+def test_paper_names_of_the_seed_ablations_are_aliases_and_boards_show_one_name(boards, tmp_path):
+    """The SEED paper's ablation names resolve to the catalogue entries (same overrides); a run started under
+    an alias records the catalogue name; a paper row filed under the paper's name lands on the board under
+    the catalogue name, next to seedbench runs of the same method."""
+    from seedbench.config import build_config, validate_config
+    from seedbench.registry import canonical_agent, resolve_agent
+
+    pairs = {"seed-no-analyzer-sft": "seed-no-sft", "seed-no-self-evolving": "seed-frozen-analyzer",
+             "seed-no-on-policy-skills": "seed-static-skills"}
+    for paper, ours in pairs.items():
+        assert resolve_agent(paper) is resolve_agent(ours) and canonical_agent(paper) == ours
+    assert canonical_agent("someone-elses-agent") == "someone-elses-agent"
+    config = build_config(overrides={"env": "choice", "agent": "seed-no-self-evolving", "model": {"name": "tiny"}})
+    assert validate_config(config).agent == "seed-frozen-analyzer"
+    folder = boards / BOARD / "2026-01-03_seed-no-self-evolving_tiny"
+    folder.mkdir()
+    (folder / "summary.json").write_text(json.dumps({
+        "schema": "seedbench.submission/1", "board": BOARD, "source": "paper-reported", "agent": "seed-no-self-evolving",
+        "model": "tiny", "reported": {METRIC: {"value": 0.87, "std": None, "n_seeds": 1, "average": "unknown"}}}))
+    (folder / "metadata.yaml").write_text(yaml.safe_dump({
+        "method": "SEED w/o self-evolving (paper ablation)", "authors": ["x"], "paper": "https://arxiv.org/abs/2607.14777",
+        "compute": "as reported", "reproduced": False, "source": "paper-reported"}))
+    assert lb.main(["build", "--root", str(boards)]) == 0
+    csv_lines = (boards / "leaderboard.csv").read_text().splitlines()
+    paper = [line for line in csv_lines if ",paper-reported," in line]
+    assert len(paper) == 1 and ",seed-frozen-analyzer," in paper[0] and "no-self-evolving_tiny" in paper[0]

@@ -1,3 +1,5 @@
+import pytest
+
 from seedbench.rollout.prompting import (FORMAT_INSTRUCTION, TASK_PREFIX, HistoryItem, build_user_content, insert_skill,
                                  render_prompt, skill_block)
 
@@ -27,16 +29,34 @@ def test_admissible_actions_are_optional():
     assert "admissible actions" not in _content(admissible=None)
 
 
-def test_skill_block_lands_right_after_the_task_line():
-    text = insert_skill(_content(), "always push from behind")
-    lines = text.split("\n")
-    task_index = next(i for i, line in enumerate(lines) if line.startswith(TASK_PREFIX))
-    assert "\n".join(lines[task_index + 1 : task_index + 4]) == skill_block("always push from behind")
+SHORT = _content(step=1, history_length=0, admissible=None)
+REST = "You are now at step 2 and your current observation is:\ncurrent grid\n" + FORMAT_INSTRUCTION
 
 
-def test_skill_block_falls_back_to_before_the_final_instruction():
-    text = insert_skill("no task here\n" + FORMAT_INSTRUCTION, "a skill")
-    assert text.index("a skill") < text.index("Now it's your turn")
+def test_the_reference_skill_block_renders_exactly():
+    """The reference code's text (SEED release, seed/prompting.py): bold header, "Refer to…" line, the skill
+    in brackets, a blank line on each side."""
+    assert SHORT == "Rules: be nice.\nYour task is to: push the box\n" + REST
+    assert insert_skill(SHORT, " always push from behind ") == (
+        "Rules: be nice.\nYour task is to: push the box\n\n"
+        "**Episode-Level Skill**\n"
+        "Refer to this episode-level skill when deciding what action to take in the current episode:\n"
+        "[always push from behind]\n\n" + REST)
+    assert insert_skill("no task here\n" + FORMAT_INSTRUCTION, "a skill") == (
+        "no task here\n\n" + skill_block("a skill") + "\n\n" + FORMAT_INSTRUCTION)
+    assert insert_skill("no anchor", "a skill") == "no anchor\n\n" + skill_block("a skill")
+
+
+def test_the_seedbench_skill_block_renders_exactly():
+    assert insert_skill(SHORT, "always push from behind", "seedbench") == (
+        "Rules: be nice.\nYour task is to: push the box\n"
+        "Episode-Level Skill\n"
+        "Use the following skill, learned from a previous attempt at this episode, to act in this episode:\n"
+        "always push from behind\n" + REST)
+    assert insert_skill("no task here\n" + FORMAT_INSTRUCTION, "a skill", "seedbench") == (
+        "no task here\n" + skill_block("a skill", "seedbench") + "\n" + FORMAT_INSTRUCTION)
+    with pytest.raises(ValueError, match="reference, seedbench"):
+        skill_block("a skill", "bold")
 
 
 def test_render_prompt_uses_the_chat_template(tiny_tokenizer):

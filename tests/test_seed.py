@@ -49,8 +49,8 @@ def test_skill_block_lands_after_the_task_line_of_every_registered_env(alias):
     lines, original = augmented.split("\n"), content.split("\n")
     task_at = next(i for i, line in enumerate(lines) if line.startswith(TASK_PREFIX))
     assert lines[task_at] == f"{TASK_PREFIX}{info['task']}"
-    assert lines[task_at + 1 : task_at + 4] == [SKILL_HEADER, SKILL_USAGE, "push from behind"]
-    assert lines[: task_at + 1] + lines[task_at + 4 :] == original  # nothing else moved or changed
+    assert lines[task_at + 1 : task_at + 6] == ["", SKILL_HEADER, SKILL_USAGE, "[push from behind]", ""]
+    assert lines[: task_at + 1] + lines[task_at + 6 :] == original  # nothing else moved or changed
     env.close()
 
 
@@ -81,7 +81,8 @@ def test_rescoring_uses_exactly_the_sampled_response_ids_and_only_the_prompt_dif
     assert len(calls) == 1 and metrics["seed/rescored_samples"] == len(steps)
     prompts, responses = calls[0]
     tok = trainer.policy.tokenizer
-    block = tok(f"{SKILL_HEADER}\n{SKILL_USAGE}\n{SKILL}", add_special_tokens=False)["input_ids"]
+    # the reference block with its blank lines: "\n" + block + "\n" more after the task line's own "\n"
+    block = tok(f"\n{SKILL_HEADER}\n{SKILL_USAGE}\n[{SKILL}]\n\n", add_special_tokens=False)["input_ids"]
     for step, sample, prompt, response in zip(steps, samples, prompts, responses):
         assert response == step.response_ids == sample.response_ids  # the identical sampled ids
         assert sample.prompt_ids == step.prompt_ids  # the student keeps the ordinary prompt
@@ -219,6 +220,10 @@ def test_transform_prompt_inserts_one_library_skill_per_episode(tmp_path):
     assert plain.agent.transform_prompt(traj, content) == content  # SEED itself never touches acting prompts
     trainer.close()
     plain.close()
+    ours = Trainer(_config(tmp_path, "skill-prompt", "ours", skill_library=str(_library(tmp_path)), skill_block="seedbench"))
+    assert ours.agent.transform_prompt(traj, content) == insert_skill(content, SKILL, "seedbench")
+    assert "Episode-Level Skill\nUse the following skill" in ours.agent.transform_prompt(traj, content)
+    ours.close()
 
 
 def test_frozen_analyzer_analyses_with_the_initial_weights(tmp_path):

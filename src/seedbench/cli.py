@@ -160,7 +160,8 @@ def cmd_agents(args) -> int:
     from seedbench.registry import agent_entries
 
     for name, entry in sorted(agent_entries().items()):
-        print(f"{name:<22} {entry.description}")
+        also = f" (also: {', '.join(entry.aliases)})" if getattr(entry, "aliases", ()) else ""
+        print(f"{name:<22} {entry.description}{also}")
     return 0
 
 

@@ -200,6 +200,22 @@ class OptimConfig:
     is exactly 1 as π_old = π; otherwise ``score``); ``engine`` (the rollout engine's sampled log-probs,
     checked against the first mini-batch's forward, falling back to ``score`` when the log-prob check flags
     or cannot run; a changed π_old, docs/method.md §9). docs/performance.md has the timings."""
+    loss_agg_mode: Literal["token-mean", "global-token-mean", "seq-mean-token-mean", "seq-mean-token-sum"] = \
+        "token-mean"
+    """How per-token losses become one number (every GRPO term; docs/method.md §2): ``token-mean`` (reference
+    code: the token mean of each micro-batch ÷ the number of gradient-accumulation micro-batches, so the
+    result depends on `micro_batch_size`); ``global-token-mean`` (every token of the mini-batch weighs the
+    same, DAPO's rule, independent of the micro-batch split); ``seq-mean-token-mean`` and
+    ``seq-mean-token-sum`` (verl's ``loss_agg_mode``: each response's token mean or token sum, averaged over
+    the micro-batch's responses, ÷ accumulation steps). SEED's distillation term keeps its own
+    ``algo.opd_norm``. See `seedbench.agents.losses.loss_token_weights`."""
+    rollout_is: Literal["off", "token", "sequence"] = "off"
+    """Truncated importance sampling on the engine's sampled log-probs (docs/method.md §2.1): ``off``
+    (reference code); ``token`` or ``sequence`` multiply each token's PPO term by ``min(π_old/π_engine,
+    rollout_is_cap)``, the ratio per token or per response. Corrects for engine–trainer mismatch (bf16
+    engine, fp32 trainer); needs sampled log-probs the trainer can compare (temperature > 0, top_p 1)."""
+    rollout_is_cap: Annotated[float, Range(1)] = 2.0
+    """The cap C of the truncated ratio (verl's ``rollout_is_threshold`` default, Yao et al. 2025)."""
     packing: Literal["off", "packed", "shared_prefix"] = "off"
     """Layout of every forward of the update (old, reference, SEED teacher and loss passes): ``off`` (padded
     rows, the reference layout); ``packed`` (each micro-batch in one row without padding); ``shared_prefix``
@@ -668,8 +684,12 @@ def validate_config(config: RunConfig, *, check_host: bool = True) -> RunConfig:
         _check_eval_splits(config, entry, env_cls)
     config.rollout.max_steps, config.env_kwargs = resolve_step_cap(entry.alias, env_cls, config.rollout.max_steps,
                                                                    config.env_kwargs)
+    from seedbench.registry import canonical_agent
+
+    config.agent = canonical_agent(config.agent)  # a run records the catalogue name, never an alias
     algo = agent_config(config)
     _check_budgets(config, algo)
+    _check_rollout_is(config)
     from seedbench.tracking import check_track
 
     config.track = check_track(config.track, installed=check_host)
@@ -841,6 +861,23 @@ def context_length(config: RunConfig) -> tuple[int, str] | None:
             if isinstance(section.get("max_position_embeddings"), int):
                 return section["max_position_embeddings"], f"max_position_embeddings of {config.model.name}"
     return None
+
+
+def _check_rollout_is(config: RunConfig) -> None:
+    """``optim.rollout_is`` compares the trainer's π_old with the engine's sampled log-probs, which are the
+    same distribution only at a sampling temperature the trainer scores at and without top-p truncation."""
+    optim, rollout = config.optim, config.rollout
+    if optim.rollout_is == "off":
+        return
+    if optim.old_logprobs == "engine":
+        raise ConfigError("optim.rollout_is corrects π_old (the trainer's) toward the engine's log-probs, but "
+                          "optim.old_logprobs=engine makes them the same (ratio 1); set optim.old_logprobs to "
+                          "first_forward or score, or optim.rollout_is to off")
+    if rollout.temperature <= 0 or rollout.top_p < 1.0 or (optim.score_temperature == "one"
+                                                           and rollout.temperature != 1.0):
+        raise ConfigError("optim.rollout_is needs engine log-probs of the distribution the trainer scores: "
+                          "rollout.temperature > 0, rollout.top_p 1 and optim.score_temperature sampling (or "
+                          "temperature 1); change those or set optim.rollout_is to off")
 
 
 def _check_budgets(config: RunConfig, algo: Any) -> None:

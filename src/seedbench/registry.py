@@ -92,10 +92,14 @@ class AgentEntry(Entry):
     factory: str  # "module:attr" of the agent class
     description: str
     overrides: dict[str, Any] = field(default_factory=dict)  # config values this variant sets
+    aliases: tuple[str, ...] = ()  # other names that resolve to this entry (e.g. a paper's name for it)
 
     @property
     def key(self) -> str:
         return self.name
+
+    def lookup_names(self) -> tuple[str, ...]:
+        return (self.name, *self.aliases)
 
     def describe(self) -> str:
         return f"{self.name} ({self.factory})"
@@ -329,3 +333,12 @@ def agent_entries() -> dict[str, AgentEntry]:
 
 def resolve_agent(name: str) -> AgentEntry:
     return AGENTS.resolve(name)
+
+
+def canonical_agent(name: str) -> str:
+    """The catalogue name of agent `name` (an alias resolves to its entry's name); a name no installed
+    entry knows (a plugin agent of someone else's board) is returned unchanged."""
+    try:
+        return resolve_agent(name).name
+    except UnknownNameError:
+        return name

@@ -1,5 +1,9 @@
 """The agent catalogue: trainers and their registered variants (ablations are config overrides, not
-copied classes). Each line: name, the class that implements it, one-line description, overrides."""
+copied classes). Each line: name, the class that implements it, one-line description, overrides, aliases.
+
+The SEED ablations are named by the mechanism their config sets (``seed-frozen-analyzer``: analyzer
+frozen); the SEED paper's names for the same runs (``seed-no-self-evolving``, …) are aliases, so either
+name runs the same agent, a run records the catalogue name, and leaderboards group both as one method."""
 
 from __future__ import annotations
 
@@ -14,13 +18,13 @@ CATALOGUE: list[AgentEntry] = [
     AgentEntry("seed", _SEED,
                "SEED: GRPO + gated self-distillation from skills the current policy writes (start from `sft-analyzer`)"),
     AgentEntry("seed-no-sft", _SEED, "SEED ablation: stage 2 from the base model, no analyzer SFT",
-               {"expect_analyzer_sft": False}),
+               {"expect_analyzer_sft": False}, aliases=("seed-no-analyzer-sft",)),
     AgentEntry("seed-frozen-analyzer", _SEED,
                "SEED ablation: a fixed checkpoint (default: the initial weights) analyses, not the current policy",
-               {"analyzer": "frozen"}),
+               {"analyzer": "frozen"}, aliases=("seed-no-self-evolving",)),
     AgentEntry("seed-static-skills", _SEED,
                "SEED ablation: skills retrieved by task similarity from a fixed library (stage-1 annotations)",
-               {"analyzer": "static"}),
+               {"analyzer": "static"}, aliases=("seed-no-on-policy-skills",)),
     AgentEntry("skill-prompt", _SEED, "baseline: library skills in the acting prompt, no training",
                {"train": False, "act_skills": True, "kl_coef": 0.0, "analyzer": "static"}),
     AgentEntry("skill-grpo", _SEED,

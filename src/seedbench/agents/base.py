@@ -11,8 +11,9 @@ directory. One update:
    ``update_info`` (numbers that hold for the whole update);
 3. the trainer scores the samples with the pre-update weights (``old_logp``; ``ref_logp`` when
    ``Agent.needs_reference(config)``), then for every micro-batch builds a `MiniBatch` and calls
-   ``agent.loss(minibatch)`` → (token-summed loss, token-summed metrics); it divides both by the
-   mini-batch's response-token count (a token mean) and steps the optimizer.
+   ``agent.loss(minibatch)`` → (loss summed with ``minibatch.loss_weight``, token-summed metrics); it
+   divides both by the mini-batch's response-token count (with the weights: the ``optim.loss_agg_mode``
+   aggregation) and steps the optimizer.
 
 Agents keep no state between `prepare` and `loss`: what the loss needs beyond the per-sample fields
 travels in ``TrainSample.extras`` (per token) or ``PreparedUpdate.update_info`` (per update), which the
@@ -102,10 +103,27 @@ class MiniBatch:
     micro_batches: int = 1
     """Micro-batches (forward passes) in that mini-batch; with `minibatch_tokens` it lets a term use
     another normaliser (SEED's reference OPD mean over its active tokens per micro-batch)."""
+    loss_agg_mode: str = "token-mean"
+    """``optim.loss_agg_mode``: how `loss_weight` aggregates the per-token losses (`loss_token_weights`)."""
+    engine_logp: torch.Tensor | None = None
+    """The rollout engine's sampled log-probs of the response tokens (NaN rows: unknown), only when
+    ``optim.rollout_is`` is on."""
+    rollout_is: str = "off"
+    """``optim.rollout_is``: ``off``, ``token`` or ``sequence`` truncated importance sampling."""
+    rollout_is_cap: float = 2.0
+    """``optim.rollout_is_cap``: the truncation C of the importance ratio."""
 
     def __post_init__(self) -> None:
         if not self.minibatch_tokens:
             self.minibatch_tokens = int(self.mask.sum())
+
+    @property
+    def loss_weight(self) -> torch.Tensor:
+        """Per-token weights [B, L] (0 on padding) the loss terms sum with instead of ``mask``, so the
+        trainer's division by `minibatch_tokens` gives the `loss_agg_mode` aggregation."""
+        from seedbench.agents.losses import loss_token_weights
+
+        return loss_token_weights(self.mask, self.loss_agg_mode, self.minibatch_tokens, self.micro_batches)
 
 
 @dataclass
@@ -193,5 +211,6 @@ class Agent(ABC):
 
     @abstractmethod
     def loss(self, mb: MiniBatch) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
-        """Token-*summed* loss of one micro-batch and token-summed metrics (``train/…`` or the agent's own
-        prefix); the trainer divides both by the mini-batch's response-token count."""
+        """Loss of one micro-batch summed over tokens with `MiniBatch.loss_weight`, and token-summed metrics
+        (``train/…`` or the agent's own prefix); the trainer divides both by the mini-batch's
+        response-token count, which with the weights gives the ``optim.loss_agg_mode`` aggregation."""

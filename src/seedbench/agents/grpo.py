@@ -2,7 +2,8 @@
 
 One update: the trainer rolls out B tasks × N episodes; `prepare` turns trajectories into step samples
 with a group-normalised episode advantage; `loss` is PPO-clip + β_KL·KL(k3) − entropy bonus, summed
-over response tokens (the trainer divides by the mini-batch's token count = token-mean).
+over response tokens with the weights of ``optim.loss_agg_mode`` (default: the reference's token mean per
+micro-batch ÷ accumulation steps; `seedbench.agents.losses.loss_token_weights`).
 
 Subclasses override only what differs: SEED adds a skill re-scoring pass in `prepare` and an extra term
 in `loss`; GiGPO changes `advantages`. Nothing here knows about a specific env.
@@ -17,7 +18,7 @@ import torch
 
 from seedbench.agents.base import Agent, AgentConfig, AgentContext, MiniBatch, PreparedUpdate, TrainSample
 from seedbench.config import NonNegative, Positive, Range, UnitInterval
-from seedbench.agents.losses import ADVANTAGE_FNS, kl_k3, ppo_clip_loss
+from seedbench.agents.losses import ADVANTAGE_FNS, kl_k3, ppo_clip_token_loss, truncated_is_weights
 
 
 @dataclass
@@ -79,18 +80,25 @@ class GRPOAgent(Agent):
         return PreparedUpdate(samples, {"train/advantage_abs_mean": sum(abs(a) for a in adv) / max(len(adv), 1)})
 
     def loss(self, mb: MiniBatch) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
-        """Token-summed loss and token-summed metrics for one micro-batch."""
+        """The micro-batch's loss, each term summed with `MiniBatch.loss_weight` (``optim.loss_agg_mode``, as
+        verl aggregates every term with one ``loss_agg_mode``), and token-summed metrics. With
+        ``optim.rollout_is`` the PPO term of each token is multiplied by its truncated importance weight."""
         cfg = self.config
-        pg_sum, clip_count = ppo_clip_loss(mb.logp, mb.old_logp, mb.advantages, mb.mask, cfg.clip_eps,
-                                             cfg.clip_ratio_c)
-        loss = cfg.pg_coef * pg_sum
-        metrics = {"train/pg_loss": pg_sum.detach(), "train/clip_frac": clip_count}
+        weight = mb.loss_weight
+        pg_tokens, clipped = ppo_clip_token_loss(mb.logp, mb.old_logp, mb.advantages, cfg.clip_eps, cfg.clip_ratio_c)
+        metrics = {"train/pg_loss": (pg_tokens * mb.mask).sum().detach(),
+                   "train/clip_frac": (clipped.float() * mb.mask).sum()}
+        if mb.rollout_is != "off" and mb.engine_logp is not None:
+            is_weights, stats = truncated_is_weights(mb.old_logp, mb.engine_logp, mb.mask, mb.rollout_is,
+                                                     mb.rollout_is_cap)
+            pg_tokens = pg_tokens * is_weights
+            metrics.update({f"train/rollout_is_{name}": value.detach() for name, value in stats.items()})
+        loss = cfg.pg_coef * (pg_tokens * weight).sum()
         if mb.ref_logp is not None and cfg.kl_coef > 0:
-            kl_sum = (kl_k3(mb.logp, mb.ref_logp) * mb.mask).sum()
-            loss = loss + cfg.kl_coef * kl_sum
-            metrics["train/kl"] = kl_sum.detach()
+            kl_tokens = kl_k3(mb.logp, mb.ref_logp)
+            loss = loss + cfg.kl_coef * (kl_tokens * weight).sum()
+            metrics["train/kl"] = (kl_tokens * mb.mask).sum().detach()
         if mb.entropy is not None:
-            ent_sum = (mb.entropy * mb.mask).sum()
-            loss = loss - cfg.entropy_coef * ent_sum
-            metrics["train/entropy"] = ent_sum.detach()
+            loss = loss - cfg.entropy_coef * (mb.entropy * weight).sum()
+            metrics["train/entropy"] = (mb.entropy * mb.mask).sum().detach()
         return loss, metrics

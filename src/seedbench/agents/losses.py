@@ -1,8 +1,10 @@
 """Pure advantage and loss functions, registered by name (verl `core_algos` style).
 
 Shapes: ``S`` = step samples, ``T`` = trajectories, ``B×L`` = padded response tokens with a 0/1 ``mask``.
-Losses return *token sums*; the trainer divides by the token count of the whole mini-batch, which is
-the token-mean aggregation of docs/method.md §2 across gradient-accumulation micro-batches.
+Losses return *weighted token sums*: the trainer divides every sum by the token count of the whole
+mini-batch, and `loss_token_weights` chooses per-token weights so that this division yields the
+aggregation ``optim.loss_agg_mode`` names (docs/method.md §2): by default the reference rule, a token mean
+per micro-batch divided by the number of gradient-accumulation micro-batches.
 """
 
 from __future__ import annotations
@@ -73,14 +75,50 @@ def trajectory_mean_only(sample_scores, traj_scores, traj_groups, sample_traj, e
     return (traj_scores - mean)[sample_traj]
 
 
-def ppo_clip_loss(logp, old_logp, advantages, mask, clip_eps=0.2, clip_ratio_c=3.0):
-    """Dual-clip PPO surrogate, summed over tokens. advantages: [B] (broadcast) or [B, L].
+LOSS_AGG_MODES = ("token-mean", "global-token-mean", "seq-mean-token-mean", "seq-mean-token-sum")
+"""``optim.loss_agg_mode`` values; the first is the default (verl's ``loss_agg_mode`` names, plus the global
+token mean, which verl does not offer)."""
+
+
+def loss_token_weights(mask: torch.Tensor, mode: str, minibatch_tokens: int, micro_batches: int) -> torch.Tensor:
+    """Per-token weights [B, L] for one micro-batch, such that ``Σ w·ℓ / minibatch_tokens`` (the trainer's
+    division) is this micro-batch's share of the mini-batch loss under `mode`. With ``K`` =
+    `micro_batches`, ``n`` = this micro-batch's tokens, ``B`` its rows, ``n_i`` row i's tokens:
+
+    - ``token-mean`` (reference code, verl-agent's actor): ``Σ ℓ / n / K``, the token mean of each
+      micro-batch, averaged over the accumulation steps; a token of a short micro-batch weighs more;
+    - ``global-token-mean``: ``Σ ℓ / minibatch_tokens``, every token of the mini-batch weighs the same
+      whatever the micro-batch split (DAPO's token-level loss); weight 1;
+    - ``seq-mean-token-mean``: ``Σ_i (Σ_t ℓ_it / n_i) / B / K``, each sequence's token mean, averaged
+      over sequences (the GRPO paper's sample-level loss);
+    - ``seq-mean-token-sum``: ``Σ_i Σ_t ℓ_it / B / K``, each sequence's token sum, averaged over
+      sequences (long responses weigh more).
+
+    ``token-mean`` and ``global-token-mean`` agree when every micro-batch has the same token count. A
+    row without tokens contributes nothing (its ``n_i`` is taken as 1)."""
+    if mode not in LOSS_AGG_MODES:
+        raise ValueError(f"optim.loss_agg_mode: unknown {mode!r}; choose one of {', '.join(LOSS_AGG_MODES)}")
+    mask = mask.float()
+    if mode == "global-token-mean":
+        return mask
+    scale = float(minibatch_tokens) / max(int(micro_batches), 1)
+    if mode == "token-mean":
+        return mask * (scale / max(float(mask.sum()), 1.0))
+    rows = max(mask.shape[0], 1)
+    if mode == "seq-mean-token-sum":
+        return mask * (scale / rows)
+    row_tokens = mask.sum(dim=-1, keepdim=True).clamp(min=1.0)
+    return mask * (scale / rows) / row_tokens
+
+
+def ppo_clip_token_loss(logp, old_logp, advantages, clip_eps=0.2, clip_ratio_c=3.0):
+    """Dual-clip PPO surrogate per token: (loss [B, L], clipped [B, L] bool). advantages: [B] (broadcast)
+    or [B, L].
 
     ``−min(r·A, clip(r, 1−ε, 1+ε)·A)`` and, for negative advantages, at most ``−c·A`` (Ye et al. 2020,
     dual clip; verl ``compute_policy_loss`` with ``clip_ratio_c = 3``), so a token whose ratio has grown
     far beyond the trust region cannot push an unbounded loss. ``clip_ratio_c=None`` is plain PPO-clip.
-
-    Returns (loss_sum, clipped_token_count); the count includes tokens capped by the dual clip."""
+    `clipped` includes tokens capped by the dual clip."""
     adv = advantages if advantages.dim() == 2 else advantages.unsqueeze(-1)
     ratio = torch.exp(logp - old_logp)
     unclipped = ratio * adv
@@ -94,8 +132,49 @@ def ppo_clip_loss(logp, old_logp, advantages, mask, clip_eps=0.2, clip_ratio_c=3
         capped = (adv < 0) & (loss > cap)
         loss = torch.where(capped, cap.expand_as(loss), loss)
         clipped_tokens = clipped_tokens | capped
-    clip_count = (clipped_tokens.float() * mask).sum()
-    return (loss * mask).sum(), clip_count
+    return loss, clipped_tokens
+
+
+def ppo_clip_loss(logp, old_logp, advantages, mask, clip_eps=0.2, clip_ratio_c=3.0):
+    """`ppo_clip_token_loss` summed over the tokens of `mask`: (loss_sum, clipped_token_count)."""
+    loss, clipped = ppo_clip_token_loss(logp, old_logp, advantages, clip_eps, clip_ratio_c)
+    return (loss * mask).sum(), (clipped.float() * mask).sum()
+
+
+ROLLOUT_IS_LEVELS = ("off", "token", "sequence")
+"""``optim.rollout_is`` values: no correction (default, as the reference code), or truncated importance
+sampling on the engine's sampled log-probs per token or per sequence."""
+
+
+def truncated_is_weights(old_logp: torch.Tensor, engine_logp: torch.Tensor, mask: torch.Tensor,
+                         level: str = "token", cap: float = 2.0) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+    """Truncated importance weights that correct for the rollout engine sampling from a slightly different
+    distribution than the trainer's π_old (bf16 engine vs fp32 trainer, other kernels): Yao et al. 2025's
+    TIS, verl's ``rollout_is`` (mode truncate), SkyRL's ``tis_imp_ratio_cap``.
+
+    ``token``: ``w_t = min(exp(old_t − engine_t), cap)``. ``sequence``: ``w = min(exp(Σ_t (old_t −
+    engine_t)), cap)`` for every token of the row. Log-ratios are clamped to ±20 before ``exp`` (as verl).
+    A row whose engine log-probs are unknown (NaN: a sample that is not an unchanged rollout step) gets
+    weight 1. The weights carry no gradient.
+
+    old_logp, engine_logp, mask: [B, L]. Returns (weights [B, L], token sums for the metrics: ``ratio``
+    (before the cap), ``weight`` (after it), ``capped`` (tokens whose ratio exceeded the cap) and
+    ``log_ratio_abs`` (|old − engine| per token, the mismatch in nats))."""
+    if level not in ROLLOUT_IS_LEVELS[1:]:
+        raise ValueError(f"optim.rollout_is: unknown {level!r}; choose one of {', '.join(ROLLOUT_IS_LEVELS)}")
+    mask = mask.float()
+    known = ~torch.isnan(engine_logp)
+    token_log_ratio = torch.where(known, old_logp.detach() - torch.nan_to_num(engine_logp), torch.zeros_like(mask))
+    token_log_ratio = token_log_ratio * mask
+    if level == "token":
+        log_ratio = token_log_ratio.clamp(-20.0, 20.0)
+    else:
+        log_ratio = token_log_ratio.sum(dim=-1, keepdim=True).clamp(-20.0, 20.0).expand_as(mask)
+    ratio = torch.exp(log_ratio)
+    weights = ratio.clamp(max=cap)
+    stats = {"ratio": (ratio * mask).sum(), "weight": (weights * mask).sum(),
+             "capped": ((ratio > cap).float() * mask).sum(), "log_ratio_abs": token_log_ratio.abs().sum()}
+    return weights.detach(), stats
 
 
 def kl_k3(logp, ref_logp):

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from seedbench.leaderboard.schema import OUTPUT_FILES, Board
+from seedbench.registry import canonical_agent
 from seedbench.leaderboard.validate import Catalogue, Submission, load_catalogue
 from seedbench.report import tables as T
 from seedbench.report.document import (
@@ -42,7 +43,8 @@ def _final_values(sub: Submission, metric: str) -> list[float]:
 
 def _baseline(board: Board, subs: list[Submission]) -> Submission | None:
     """The board's reference run: its latest seedbench submission of the baseline agent."""
-    candidates = [s for s in subs if s.source == "seedbench" and s.summary.get("agent") == board.baseline]
+    candidates = [s for s in subs if s.source == "seedbench"
+                  and canonical_agent(s.summary.get("agent", "")) == canonical_agent(board.baseline)]
     return max(candidates, key=lambda s: s.name) if candidates else None
 
 
@@ -59,7 +61,7 @@ def board_rows(board: Board, subs: list[Submission]) -> list[dict[str, Any]]:
                 baseline_values = _final_values(base, metric)
             agg = T.summarize_scores(_final_values(sub, metric), baseline_values)
             rows.append({"board": board.name, "source": "seedbench", "submission": sub.name,
-                         "method": sub.metadata["method"], "agent": sub.summary["agent"], "model": sub.summary["model"],
+                         "method": sub.metadata["method"], "agent": canonical_agent(sub.summary["agent"]), "model": sub.summary["model"],
                          "metric": metric, "n_seeds": agg["n"], "mean": agg["mean"], "low": agg["low"],
                          "high": agg["high"], "iqm": agg["iqm"], "std": _std(_final_values(sub, metric)),
                          "average": "micro" if metric.endswith("_micro") else ("macro" if metric.endswith("_macro") else ""),
@@ -75,7 +77,7 @@ def paper_rows(board: Board, subs: list[Submission]) -> list[dict[str, Any]]:
             continue
         for metric, entry in sub.summary["reported"].items():
             rows.append({"board": board.name, "source": "paper-reported", "submission": sub.name,
-                         "method": sub.metadata["method"], "agent": sub.summary["agent"], "model": sub.summary["model"],
+                         "method": sub.metadata["method"], "agent": canonical_agent(sub.summary["agent"]), "model": sub.summary["model"],
                          "metric": metric, "n_seeds": entry.get("n_seeds"), "mean": float(entry["value"]),
                          "low": math.nan, "high": math.nan, "iqm": math.nan,
                          "std": math.nan if entry.get("std") is None else float(entry["std"]),

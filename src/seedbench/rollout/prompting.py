@@ -28,8 +28,15 @@ FORMAT_INSTRUCTION = (
 FORMAT_MARKER = "Now it's your turn"
 """How every closing format line starts, the default and an env's own ``format_instruction`` alike: SEED
 finds the end of the observation (`current_observation`) and the skill fallback position by it."""
-SKILL_HEADER = "Episode-Level Skill"
-SKILL_USAGE = "Use the following skill, learned from a previous attempt at this episode, to act in this episode:"
+SKILL_HEADER = "**Episode-Level Skill**"
+SKILL_USAGE = "Refer to this episode-level skill when deciding what action to take in the current episode:"
+"""The reference code's skill block (SEED release, ``seed/prompting.py``): bold header, this line, the skill
+in square brackets, the block set off by blank lines."""
+SEEDBENCH_SKILL_HEADER = "Episode-Level Skill"
+SEEDBENCH_SKILL_USAGE = "Use the following skill, learned from a previous attempt at this episode, to act in this episode:"
+"""seedbench's own wording (``algo.skill_block: seedbench``): plain header, this line, the bare skill, no
+blank lines."""
+SKILL_BLOCKS = ("reference", "seedbench")
 
 
 @dataclass(frozen=True)
@@ -73,19 +80,38 @@ def build_user_content(
     return "\n".join(lines)
 
 
-def skill_block(skill: str) -> str:
-    return f"{SKILL_HEADER}\n{SKILL_USAGE}\n{skill.strip()}"
+def skill_block(skill: str, style: str = "reference") -> str:
+    """The skill block SEED's teacher prompt carries: ``reference`` ``**Episode-Level Skill**`` / the
+    "Refer to this episode-level skill…" line / ``[skill]``; ``seedbench`` the plain header, the "Use the
+    following skill…" line and the bare skill."""
+    if style == "reference":
+        return f"{SKILL_HEADER}\n{SKILL_USAGE}\n[{skill.strip()}]"
+    if style == "seedbench":
+        return f"{SEEDBENCH_SKILL_HEADER}\n{SEEDBENCH_SKILL_USAGE}\n{skill.strip()}"
+    raise ValueError(f"algo.skill_block: unknown {style!r}; choose one of {', '.join(SKILL_BLOCKS)}")
 
 
-def insert_skill(user_content: str, skill: str) -> str:
-    """Insert the SEED skill block directly after the task line (docs/method.md §5.3); if no task line is
-    found, before the final format instruction; failing both, append it."""
-    block = skill_block(skill)
+def insert_skill(user_content: str, skill: str, style: str = "reference") -> str:
+    """Insert the SEED skill block (`skill_block`) directly after the task line (docs/method.md §5.3); if no
+    task line is found, before the final format instruction; failing both, append it.
+
+    ``reference`` sets the block off by a blank line on each side (the text around it keeps its content,
+    its whitespace at the seam is replaced), as the reference code does; ``seedbench`` inserts it as plain
+    lines."""
+    block = skill_block(skill, style)
     lines = user_content.split("\n")
-    for index, line in enumerate(lines):
-        if line.startswith(TASK_PREFIX):
-            return "\n".join(lines[: index + 1] + [block] + lines[index + 1 :])
+    task_line = next((i for i, line in enumerate(lines) if line.startswith(TASK_PREFIX)), None)
     marker = user_content.rfind(FORMAT_MARKER)
+    if style == "reference":
+        if task_line is not None:
+            before, after = "\n".join(lines[: task_line + 1]), "\n".join(lines[task_line + 1 :])
+        elif marker >= 0:
+            before, after = user_content[:marker], user_content[marker:]
+        else:
+            before, after = user_content, ""
+        return "\n\n".join(part for part in (before.rstrip(), block, after.lstrip()) if part)
+    if task_line is not None:
+        return "\n".join(lines[: task_line + 1] + [block] + lines[task_line + 1 :])
     if marker >= 0:
         return user_content[:marker] + block + "\n" + user_content[marker:]
     return user_content + "\n" + block

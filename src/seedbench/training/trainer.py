@@ -260,6 +260,7 @@ class Trainer:
             with policy.reference() as ref_model:
                 ref_logp = self.context.score(prompts, responses, model=ref_model)
         want_entropy = self.agent.config.entropy_coef > 0
+        engine_logp = self._engine_logprobs(samples, trajectories) if cfg.rollout_is != "off" else None
         totals: dict[str, float] = {}
         token_total, steps, grad_norm_sum = 0, 0, 0.0
         policy.model.train()
@@ -279,7 +280,7 @@ class Trainer:
 
                 def run():
                     return self._mini_batch(mini, samples, old_logp, ref_logp, want_entropy, prepared.update_info,
-                                            tokens, micro_batches)
+                                            tokens, micro_batches, engine_logp)
 
                 sums, current = run()
                 if source == "engine" and not steps:  # the engine's π_old is checked on the first mini-batch
@@ -314,7 +315,8 @@ class Trainer:
         return out
 
     def _mini_batch(self, mini: list[int], samples, old_logp, ref_logp, want_entropy: bool, update_info,
-                    tokens: int, micro_batches: int) -> tuple[dict[str, float], dict[int, list[float]]]:
+                    tokens: int, micro_batches: int,
+                    engine_logp=None) -> tuple[dict[str, float], dict[int, list[float]]]:
         """Forward and backward of one mini-batch's micro-batches (gradients accumulate; no optimizer step).
         Returns the token-summed loss and metrics and each sample's log-probs of this forward, detached."""
         cfg = self.config.optim
@@ -324,8 +326,8 @@ class Trainer:
         for micro_start in range(0, len(mini), cfg.micro_batch_size):
             micro = mini[micro_start : micro_start + cfg.micro_batch_size]
             mb = self._micro_batch(micro, samples, old_logp, ref_logp, want_entropy, update_info,
-                                   minibatch_tokens=tokens, micro_batches=micro_batches)
-            loss_sum, metric_sums = self.agent.loss(mb)
+                                   minibatch_tokens=tokens, micro_batches=micro_batches, engine_logp=engine_logp)
+            loss_sum, metric_sums = self.agent.loss(mb)  # weighted for optim.loss_agg_mode (MiniBatch.loss_weight)
             (loss_sum / tokens).backward()
             sums["train/loss"] = sums.get("train/loss", 0.0) + float(loss_sum.detach())
             for key, value in metric_sums.items():
@@ -352,6 +354,14 @@ class Trainer:
             if all(e is not None and len(e) == len(s.response_ids) for e, s in zip(engine, samples)):
                 return "engine", engine
         return "score", None
+
+    def _engine_logprobs(self, samples, trajectories) -> list[list[float] | None]:
+        """Each sample's engine log-probs for ``optim.rollout_is`` (None: not an unchanged rollout step)."""
+        from seedbench.training.logprob_check import sample_key, sampled_logprobs_by_ids
+
+        table = sampled_logprobs_by_ids(trajectories)
+        found = [table.get(sample_key(s.prompt_ids, s.response_ids)) for s in samples]
+        return [e if e is not None and len(e) == len(s.response_ids) else None for e, s in zip(found, samples)]
 
     def _engine_comparable(self, trajectories) -> bool:
         temperature = self.sampling.temperature
@@ -411,8 +421,8 @@ class Trainer:
 
     def _micro_batch(self, indices: list[int], samples: list[TrainSample], old_logp, ref_logp, want_entropy: bool,
                      update_info: dict[str, float] | None = None, minibatch_tokens: int = 0,
-                     micro_batches: int = 1) -> MiniBatch:
-        policy = self.policy
+                     micro_batches: int = 1, engine_logp=None) -> MiniBatch:
+        policy, cfg = self.policy, self.config.optim
         prompts = [samples[i].prompt_ids for i in indices]
         responses = [samples[i].response_ids for i in indices]
         logp, entropy, mask = forward_logprobs(policy.model, prompts, responses, policy.tokenizer.pad_token_id,
@@ -436,7 +446,11 @@ class Trainer:
             advantages=torch.tensor([samples[i].advantage for i in indices], dtype=torch.float32, device=mask.device),
             ref_logp=padded([ref_logp[i] for i in indices]) if ref_logp is not None else None,
             entropy=entropy, extras=extras, update_info=dict(update_info or {}),
-            minibatch_tokens=minibatch_tokens, micro_batches=micro_batches,
+            minibatch_tokens=minibatch_tokens, micro_batches=micro_batches, loss_agg_mode=cfg.loss_agg_mode,
+            engine_logp=None if engine_logp is None else padded(
+                [engine_logp[i] if engine_logp[i] is not None else [float("nan")] * len(samples[i].response_ids)
+                 for i in indices]),
+            rollout_is=cfg.rollout_is, rollout_is_cap=cfg.rollout_is_cap,
         )
 
     # -- evaluation -------------------------------------------------------------------------------

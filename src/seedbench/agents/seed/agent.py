@@ -81,9 +81,17 @@ class SEEDConfig(GRPOConfig):
     opd_coef: NonNegative = 0.01
     """λ_opd, weight of the distillation term added to the GRPO loss (reference code: 0.01)."""
     opd_norm: Literal["active_tokens", "all_tokens"] = "active_tokens"
-    """Normaliser of the distillation term: ``active_tokens`` (reference code: mean over the OPD-active
-    tokens of each micro-batch, ÷ accumulation steps) or ``all_tokens`` (÷ all response tokens like the
-    GRPO terms, so its weight shrinks with the analysis success rate). See `opd_scale`."""
+    """Normaliser of the distillation term, whatever ``optim.loss_agg_mode`` the GRPO terms use:
+    ``active_tokens`` (reference code: the token mean over the OPD-active tokens of each micro-batch, ÷
+    accumulation steps, i.e. the default ``token-mean`` rule restricted to those tokens) or ``all_tokens``
+    (Σ ÷ all response tokens of the mini-batch, the ``global-token-mean`` rule, so its weight shrinks with
+    the analysis success rate). See `opd_scale`."""
+    skill_block: Literal["reference", "seedbench"] = "reference"
+    """Wording of the skill block in the teacher's (and act-time) prompt, whose tokens the gate and the
+    distillation signal depend on: ``reference`` (the reference code's ``**Episode-Level Skill**`` header,
+    "Refer to this episode-level skill when deciding…", the skill in brackets, blank lines around the block)
+    or ``seedbench`` (plain header, "Use the following skill, learned from a previous attempt…", the bare
+    skill). See `seedbench.rollout.prompting.skill_block`."""
     gate_beta: Positive = 5.0
     """β of the gate sigmoid(β·gap) (reference code: 5)."""
     analyzer: Literal["current", "frozen", "static"] = "current"
@@ -208,7 +216,7 @@ class SEEDAgent(GRPOAgent):
         if key not in self._act_skills:
             first = trajectory.steps[0].observation if trajectory.steps else current_observation(content)
             self._act_skills[key] = self.library.retrieve(trajectory.task_text, first)[0].skill
-        return insert_skill(content, self._act_skills[key])
+        return insert_skill(content, self._act_skills[key], self.config.skill_block)
 
     def transform_eval_prompt(self, trajectory: Any, content: str) -> str:
         """Evaluation hook: the training hook when `eval_skills`, else the prompt unchanged."""
@@ -240,7 +248,8 @@ class SEEDAgent(GRPOAgent):
         rescored = [i for i, s in enumerate(samples) if skill_of_traj[s.traj_index] is not None]
         # Same frames as the acting prompt (a vision policy's PromptIds carries them), so the teacher sees the
         # images the student saw; the response ids are the identical sampled ones.
-        aug_prompts = [render_prompt(tokenizer, insert_skill(steps[i].user_content, skill_of_traj[samples[i].traj_index]),
+        aug_prompts = [render_prompt(tokenizer, insert_skill(steps[i].user_content, skill_of_traj[samples[i].traj_index],
+                                                             self.config.skill_block),
                                      prompt_images(steps[i].prompt_ids))
                        for i in rescored]
         teacher = self.context.score(aug_prompts, [samples[i].response_ids for i in rescored]) if rescored else []

@@ -9,7 +9,8 @@ Description
     disabled (``final_answer_turn``). ``max_turns=0`` with the final turn is the closed-book (no-search)
     setting: one turn, search disabled.
 Task text
-    The question itself (``info["task"]``); the observation after reset is ``Question: …``.
+    The question itself (``info["task"]``), ended with "?" when it lacks one (``question_mark``, as
+    Search-R1's data processing); the observation after reset is ``Question: …``.
 Action grammar
     ``<search>query</search>`` or ``<answer>text</answer>``, anywhere in the response, case-sensitive.
     Reference rule (``response_cut="reference"``): the response is cut at its first ``</search>`` (else
@@ -22,8 +23,11 @@ Observation
     (Search-R1's passage format); the hint after an invalid turn; ``<information></information>`` for a
     search in the final, search-disabled turn.
 Rewards
-    0 until the episode ends; then 1 for an exact match, else 0 (Search-R1's ``compute_score_em``, format
-    score 0). ``extraction="reference"`` scores the trajectory text (the Search-R1 prompt, every cut
+    0 until the episode ends; then ``reward`` (`seedbench.envs.search.rewards`): ``em`` (default, Search-R1's
+    ``compute_score_em``) ``score`` (1) for an exact match, ``format_score`` (0) for a wrong answer, 0
+    without one; ``subem`` the same with a substring match; ``em_format`` Search-R1's format-aware reward
+    (``structure_format_score`` 0.2, ``final_format_score`` 0.1, ``retrieval_score`` 0: its format runs'
+    values). ``extraction="reference"`` scores the trajectory text (the Search-R1 prompt, every cut
     response and every information block) with Search-R1's extractor, which needs two ``<answer>``
     matches and takes the last: the prompt's own "<answer> and </answer>" and "<answer> Beijing
     </answer>" are two, so an episode without an answer is scored on "Beijing", and an answer written
@@ -52,8 +56,9 @@ import importlib.util
 import threading
 
 from seedbench.envs.search.answers import (EXTRACTIONS, NORMALIZATIONS, RESPONSE_CUTS, check_option, command_text,
-                                           cut_response, exact_match, extract_solution, parse_turn)
+                                           cut_response, extract_solution, parse_turn)
 from seedbench.envs.search.data import Dataset, load_dataset
+from seedbench.envs.search.rewards import REWARDS, search_reward
 from seedbench.envs.search.retrieval import BM25_HINT, BM25Retriever, HttpRetriever, passages_to_string
 from seedbench.envs.text_env import TextEnv
 
@@ -71,10 +76,13 @@ FORMAT_INSTRUCTION = (
     "Now it's your turn. Reason inside <think> </think> first, then either search with <search> query "
     "</search> or give the final answer between the answer tags."
 )
-INVALID_HINT = ("My previous action is invalid. To search, I should put the query between <search> and "
-                "</search>. To give the final answer, I should put it between <answer> and </answer>. Let me "
-                "try again.")
+INVALID_HINT = ("My previous action is invalid. If I want to search, I should put the query between <search> and "
+                "</search>. If I want to give the final answer, I should put the answer between <answer> and "
+                "</answer>. Let me try again.")
+"""Search-R1's hint, word for word (search_r1/llm_agent/generation.py)."""
 RETRIEVERS = ("bm25", "http")
+_DEFAULT_SCORING = {"reward": "em", "question_mark": True, "reward_scores": {
+    "score": 1.0, "format_score": 0.0, "structure_format_score": 0.2, "final_format_score": 0.1, "retrieval_score": 0.0}}
 _INDEXES: dict[tuple, BM25Retriever] = {}  # one bm25 index per process and corpus
 _INDEX_LOCK = threading.Lock()
 
@@ -94,13 +102,21 @@ class SearchQAEnv(TextEnv):
     def __init__(self, dataset: str = "synthetic", max_turns: int = 4, final_answer_turn: bool = True,
                  topk: int = 3, retriever: str = "bm25", retriever_url: str | None = None,
                  retriever_timeout_s: float = 30.0, extraction: str = "reference", response_cut: str = "reference",
-                 normalization: str = "reference", kb_seed: int = 0, kb_size: str = "default",
+                 normalization: str = "reference", reward: str = "em", score: float = 1.0,
+                 format_score: float = 0.0, structure_format_score: float = 0.2, final_format_score: float = 0.1,
+                 retrieval_score: float = 0.0, question_mark: bool = True,
+                 kb_seed: int = 0, kb_size: str = "default",
                  train_file: str | None = None, test_file: str | None = None, corpus_file: str | None = None,
                  render_mode: str | None = None):
         super().__init__(render_mode=render_mode)
         self.extraction = check_option("extraction", extraction, EXTRACTIONS)
         self.response_cut = check_option("response_cut", response_cut, RESPONSE_CUTS)
         self.normalization = check_option("normalization", normalization, NORMALIZATIONS)
+        self.reward = check_option("reward", reward, REWARDS)
+        self.reward_scores = {"score": float(score), "format_score": float(format_score),
+                              "structure_format_score": float(structure_format_score),
+                              "final_format_score": float(final_format_score), "retrieval_score": float(retrieval_score)}
+        self.question_mark = bool(question_mark)
         self.retriever_kind = check_option("retriever", retriever, RETRIEVERS)
         if retriever == "http" and not retriever_url:
             raise ValueError("retriever='http' needs retriever_url, e.g. http://127.0.0.1:8000/retrieve "
@@ -154,7 +170,7 @@ class SearchQAEnv(TextEnv):
     def _info(self) -> dict:
         q = self.question or {}
         gold = q.get("gold") or []
-        return {"task": q.get("question", ""), "admissible_actions": None, "won": self._won,
+        return {"task": self._asked(), "admissible_actions": None, "won": self._won,
                 "task_id": q.get("id", ""), "task_type": q.get("kind", ""), "split": self._split,
                 "searches": len(self._searched),
                 "gold_retrieved": sum(g in self._retrieved for g in gold) / len(gold) if gold else 0.0}
@@ -173,9 +189,19 @@ class SearchQAEnv(TextEnv):
             questions = self.data.questions[self._split]
             index = int(seed) if seed is not None else int(self.np_random.integers(len(questions)))
             self.question = questions[index % len(questions)]
-        self._transcript = f"{INSTRUCTION} Question: {self.question['question']}\n"
+        self._transcript = f"{INSTRUCTION} Question: {self._asked()}\n"
+        self._prompt_chars = len(self._transcript)
         self._searched, self._retrieved, self._answer, self._won = [], set(), None, False
-        return f"Question: {self.question['question']}", self._info()
+        return f"Question: {self._asked()}", self._info()
+
+    def _asked(self) -> str:
+        """The question as the model sees it: with ``question_mark`` (Search-R1's data processing,
+        nq_search.py) stripped and ended with "?" when it does not end with one."""
+        text = (self.question or {}).get("question", "")
+        if self.question_mark and text:
+            text = text.strip()
+            text = text if text.endswith("?") else text + "?"
+        return text
 
     def step(self, action: str):
         self._response = action  # the raw text, for the reference extractor's transcript
@@ -202,10 +228,13 @@ class SearchQAEnv(TextEnv):
         return observation, self._score() if final_turn else 0.0, False, valid
 
     def _score(self) -> float:
-        """Exact match of the extracted answer (sets ``won``)."""
+        """The ``reward`` of the extracted answer (sets ``won``: the answer matches, exactly or, for
+        ``subem``, as a substring)."""
         answer = extract_solution(self._transcript) if self.extraction == "reference" else self._answer
-        self._won = exact_match(answer, self.question["golden_answers"], self.normalization)
-        return float(self._won)
+        value, self._won = search_reward(self.reward, answer, self.question["golden_answers"],
+                                         self._transcript[self._prompt_chars:], normalization=self.normalization,
+                                         **self.reward_scores)
+        return value
 
     # ------------------------------------------------------------------ expert, provenance
 
@@ -223,5 +252,8 @@ class SearchQAEnv(TextEnv):
 
         options = {k: getattr(self, k) for k in ("extraction", "response_cut", "normalization", "max_turns",
                                                   "final_answer_turn", "topk", "retriever_kind")}
+        # the scoring options enter only when changed, so the default protocol keeps its checksum
+        scoring = {"reward": self.reward, "reward_scores": self.reward_scores, "question_mark": self.question_mark}
+        options.update({k: v for k, v in scoring.items() if v != _DEFAULT_SCORING[k]})
         return {"data_source": self.data.data_source, "generator_version": self.generator_version,
                 "manifest_checksum": digest({"data": self.data.checksum, "options": options})}
