@@ -25,6 +25,20 @@ def test_update_speed_compares_variants_on_one_recorded_batch(tmp_path, capsys):
     assert "load average" in capsys.readouterr().out
 
 
+@pytest.mark.parametrize("dtype", ["fp32", "bf16"])
+def test_the_replay_benchmarks_pin_the_trainers_dtype(tmp_path, dtype):
+    """``--dtype`` reaches the trainer's ``model.dtype`` (the TRL comparison once ran seedbench at ``auto``, bf16
+    on an AMX CPU, against TRL's fp32); ``--set model.dtype=...`` still wins."""
+    bench = _load("update_speed")
+    args = bench.parse_args(["--dtype", dtype, *TINY])
+    trainer = bench.make_trainer(args, "grpo", tmp_path / dtype)
+    assert trainer.config.model.dtype == dtype
+    assert bench.ran_dtype(trainer) == "float32"  # the tiny model always computes in fp32 (exact tests)
+    trainer.close()
+    args = bench.parse_args(["--dtype", dtype, *TINY, "model.dtype=fp16"])
+    assert bench.make_trainer(args, "grpo", tmp_path / "set").config.model.dtype == "fp16"
+
+
 def test_trl_update_says_how_to_install_trl_when_missing(monkeypatch, capsys):
     bench = _load("trl_update")
     monkeypatch.setattr(bench, "trl_available", lambda: False)
@@ -38,6 +52,7 @@ def test_trl_update_feeds_trl_the_same_tokens(tmp_path):
     out = tmp_path / "trl.json"
     assert bench.main([*TINY, "--repeats", "1", "--batch", str(tmp_path / "batch.pkl"), "--out", str(out)]) == 0
     result = json.loads(out.read_text())
+    assert result["dtypes"] == {"seedbench": "float32", "trl": "float32"}  # --dtype fp32, the default
     assert result["sequences"] == 4 and result["tokens"] == result["trl_tokens"] > 0
     assert set(result["median_s"]) == {"seedbench_plain", "seedbench_optimised", "trl"}
     assert all(value > 0 for value in result["median_s"].values())
