@@ -72,9 +72,10 @@ def cpu_flags() -> dict:
             "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY", "(runtime default)")}
 
 
-def interleaved(run, repeats: int) -> dict[str, list[float]]:
-    """`run(dtype)` → seconds, for both dtypes, alternating which goes first; one untimed call each first."""
-    for dtype in DTYPES:
+def interleaved(run, repeats: int, warm_up: bool = True) -> dict[str, list[float]]:
+    """`run(dtype)` → seconds, for both dtypes, alternating which goes first; one untimed call each first
+    (`warm_up`; the update and the iteration, minutes each, go without: their first call is timed)."""
+    for dtype in DTYPES if warm_up else ():
         run(dtype)
     times: dict[str, list[float]] = {dtype: [] for dtype in DTYPES}
     for repeat in range(repeats):
@@ -209,7 +210,7 @@ def update_part(args, trainers: dict, batch, repeats: int, gemm_rate: float | No
             return seconds
 
         flops = update_flops(trainers["fp32"], prepared["fp32"].samples, settings)
-        out[name] = summary(interleaved(run, repeats), flops)
+        out[name] = summary(interleaved(run, repeats, warm_up=False), flops)
         if gemm_rate:
             out[name]["bf16_share_of_bf16_gemm_rate"] = out[name]["gflop_per_s"]["bf16"] / gemm_rate
         say(f"seedbench update, {name}", out[name])
@@ -243,7 +244,7 @@ def iteration_part(trainers: dict, repeats: int) -> dict:
         counter[dtype] += 1
         return trainers[dtype].iteration(counter[dtype])["time/iteration_s"]
 
-    out = summary(interleaved(run, repeats))
+    out = summary(interleaved(run, repeats, warm_up=False))
     say("quick-start GRPO iteration", out)
     return out
 
