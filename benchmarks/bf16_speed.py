@@ -204,16 +204,24 @@ def update_part(args, trainers: dict, batch, repeats: int, gemm_rate: float | No
     initial = {d: {k: v.detach().clone() for k, v in t.policy.model.state_dict().items()} for d, t in trainers.items()}
     out = {}
     for name, settings in update_speed.VARIANTS.items():
-        def run(dtype, settings=settings):
-            seconds, _, _ = update_speed.timed_update(trainers[dtype], initial[dtype], prepared[dtype], trajectories,
-                                                      settings)
+        cpu: dict[str, list[float]] = {dtype: [] for dtype in DTYPES}
+
+        def run(dtype, settings=settings, cpu=cpu):
+            seconds, _, metrics = update_speed.timed_update(trainers[dtype], initial[dtype], prepared[dtype],
+                                                            trajectories, settings)
+            cpu[dtype].append(metrics["cpu_s"])
             return seconds
 
         flops = update_flops(trainers["fp32"], prepared["fp32"].samples, settings)
         out[name] = summary(interleaved(run, repeats, warm_up=False), flops)
+        # this process's CPU seconds: on a shared machine less sensitive to the other jobs than the wall clock
+        out[name]["cpu_seconds"] = cpu
+        out[name]["bf16_cpu_speedup"] = statistics.median(cpu["fp32"]) / statistics.median(cpu["bf16"])
         if gemm_rate:
             out[name]["bf16_share_of_bf16_gemm_rate"] = out[name]["gflop_per_s"]["bf16"] / gemm_rate
         say(f"seedbench update, {name}", out[name])
+        print(f"    CPU seconds fp32 {statistics.median(cpu['fp32']):.1f}, bf16 {statistics.median(cpu['bf16']):.1f}: "
+              f"x{out[name]['bf16_cpu_speedup']:.2f}")
         if gemm_rate:
             print(f"    achieved {out[name]['gflop_per_s']['bf16']:.0f} GFLOP/s in bf16 = "
                   f"{100 * out[name]['bf16_share_of_bf16_gemm_rate']:.1f} % of the bf16 GEMM rate ({gemm_rate:.0f})")
@@ -291,4 +299,7 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
+    from seedbench import threads
+
+    threads.configure()  # the wait policy the seedbench command would choose, before torch loads
     sys.exit(main())
