@@ -22,7 +22,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from update_speed import batch_path, make_trainer, record_batch, replay_parser, write_result
+from update_speed import batch_path, make_trainer, ran_dtype, record_batch, replay_parser, write_result
 
 VARIANTS = ("padded", "per_prompt")  # hf.prefill
 
@@ -92,7 +92,7 @@ def main(argv=None) -> int:
                   f"(load {os.getloadavg()[0]:.1f})", flush=True)
     median = {name: statistics.median(values) for name, values in times.items()}
     median_prefill = {name: statistics.median(values) for name, values in prefill.items()}
-    result = {"model": args.model, "batch": str(recorded), "trajectories": len(trajectories),
+    result = {"model": args.model, "dtype": ran_dtype(seed), "batch": str(recorded), "trajectories": len(trajectories),
               "max_new_tokens": seed.agent.config.analysis_max_new_tokens, "kv_cache": engine.kv_cache,
               "prompt_tokens": [len(p) for p in prompts], "seconds": times, "median_s": median,
               "speedup": median["padded"] / median["per_prompt"], "prefill_seconds": prefill,
@@ -106,6 +106,7 @@ def main(argv=None) -> int:
     print(f"its prefill alone: padded {median_prefill['padded']:.1f} s, per_prompt {median_prefill['per_prompt']:.1f} s, "
           f"x{result['prefill_speedup']:.2f}")
     seed.close()
+    print(f"dtype: {result['dtype']} (--dtype {args.dtype})")
     write_result(args.out, result)
     return 0
 

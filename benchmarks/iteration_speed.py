@@ -39,6 +39,8 @@ def parse_args(argv=None):
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--output", default=f"runs/bench_speed_{time.strftime('%Y%m%d-%H%M%S')}")
     p.add_argument("--sequential", action="store_true", help="run agents one after another instead of interleaved")
+    p.add_argument("--dtype", default="auto", choices=("auto", "fp32", "bf16"),
+                   help="model.dtype of every agent (auto = bf16 on CPUs with AVX-512-BF16/AMX, else fp32); printed")
     p.add_argument("--threads", type=int, default=0, help="torch intra-op threads (0 = leave as is)")
     p.add_argument("--set", nargs="*", default=[], metavar="KEY=VALUE", help="config overrides for every agent")
     p.add_argument("--agent-set", nargs="*", default=[], metavar="AGENT:KEY=VALUE",
@@ -78,7 +80,11 @@ def main(argv=None) -> int:
         values.update({"env": args.env, "agent": agent, "seed": args.seed, "iterations": args.iterations,
                        "output": str(out / agent)})
         set_dotted(values, "model.name", args.model)
+        if "dtype" not in values.get("model", {}):  # --set model.dtype=... wins over --dtype
+            set_dotted(values, "model.dtype", args.dtype)
         trainers[agent] = Trainer(build_config(overrides=values))
+    dtypes = {agent: str(t.policy.compute_dtype or "torch.float32").replace("torch.", "") for agent, t in trainers.items()}
+    print(f"dtype: {', '.join(f'{a} {d}' for a, d in dtypes.items())} (--dtype {args.dtype})", flush=True)
 
     records: dict[str, list[dict]] = {a: [] for a in args.agents}
     schedule = ([(a, i) for a in args.agents for i in range(1, args.iterations + 1)] if args.sequential else
@@ -100,7 +106,8 @@ def main(argv=None) -> int:
         summary[agent]["samples"] = float(np.mean([r["train/samples"] for r in rows]))
         summary[agent]["update_s_per_sample"] = mean["time/update_s"] / max(summary[agent]["samples"], 1e-9)
     base = summary.get("grpo")
-    print(f"\nseconds per iteration ({args.env}, {args.model}, {args.iterations} iterations each, "
+    print(f"\nseconds per iteration ({args.env}, {args.model}, {'/'.join(sorted(set(dtypes.values())))}, "
+          f"{args.iterations} iterations each, "
           f"{'sequential' if args.sequential else 'interleaved'})")
     print(f"{'agent':<10}{'iteration':>11}{'rollout':>10}{'prepare':>10}{'update':>10}{'samples':>9}{'x grpo':>9}"
           f"{'non-rollout x':>15}{'x grpo (equal work)':>21}")
@@ -116,7 +123,7 @@ def main(argv=None) -> int:
         print(f"{agent:<10}{row['time/iteration_s']:>11.1f}{row['time/rollout_s']:>10.1f}{row['time/prepare_s']:>10.1f}"
               f"{row['time/update_s']:>10.1f}{row['samples']:>9.0f}{ratio:>9.2f}{ratios[agent]['prepare_plus_update']:>15.2f}"
               f"{equal_work:>21.2f}")
-    result = {"env": args.env, "model": args.model, "agents": args.agents, "iterations": args.iterations,
+    result = {"env": args.env, "model": args.model, "dtypes": dtypes, "agents": args.agents, "iterations": args.iterations,
               "interleaved": not args.sequential, "overrides": overrides, "agent_overrides": per_agent, "torch_threads": torch.get_num_threads(),
               "summary": summary, "ratios_to_grpo": ratios}
     (out / "iteration_speed.json").write_text(json.dumps(result, indent=2))

@@ -18,7 +18,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from update_speed import batch_path, make_trainer, record_batch, replay_parser, write_result
+from update_speed import batch_path, make_trainer, ran_dtype, record_batch, replay_parser, write_result
 
 VARIANTS = ("padded", "per_prompt")  # hf.prefill
 
@@ -50,7 +50,7 @@ def main(argv=None) -> int:
             outputs.setdefault(name, generated)
             print(f"  {name:<11} {times[name][-1]:7.1f} s  (load {os.getloadavg()[0]:.1f})", flush=True)
     median = {name: statistics.median(values) for name, values in times.items()}
-    result = {"model": args.model, "batch": str(recorded), "max_new_tokens": params.max_new_tokens,
+    result = {"model": args.model, "dtype": ran_dtype(trainer), "batch": str(recorded), "max_new_tokens": params.max_new_tokens,
               "prompt_tokens": [[len(p) for p in prompts] for prompts in steps], "seconds": times,
               "median_s": median, "per_prompt_speedup": median["padded"] / median["per_prompt"],
               "outputs_equal": outputs["padded"] == outputs["per_prompt"],
@@ -58,6 +58,7 @@ def main(argv=None) -> int:
     print(f"{len(steps)} steps of {len(steps[0])} prompts: padded {median['padded']:.1f} s, per_prompt "
           f"{median['per_prompt']:.1f} s, x{result['per_prompt_speedup']:.2f}; outputs equal: {result['outputs_equal']}")
     trainer.close()
+    print(f"dtype: {result['dtype']} (--dtype {args.dtype})")
     write_result(args.out, result)
     return 0
 

@@ -53,6 +53,8 @@ def parse_args(argv=None):
     p.add_argument("--config", default=str(ROOT / "configs" / "quickstart_cpu.yaml"), help="'' = no recipe file")
     p.add_argument("--model", default=None, help="default: the config's (the embedded SmolLM2-135M)")
     p.add_argument("--iterations", type=int, default=1)
+    p.add_argument("--dtype", default="auto", choices=("auto", "fp32", "bf16"),
+                   help="model.dtype of every variant (auto = bf16 on CPUs with AVX-512-BF16/AMX, else fp32); printed")
     p.add_argument("--set", nargs="*", default=[], metavar="KEY=VALUE", help="overrides for every variant")
     p.add_argument("--out", default="benchmarks/results/quickstart_speed.json")
     return p.parse_args(argv)
@@ -68,8 +70,7 @@ def run_variant(name: str, args, workdir: Path) -> dict:
         command += ["--config", args.config]
     if args.model:
         command += ["--model", args.model]
-    if args.set or sets:
-        command += ["--set", *args.set, *sets]
+    command += ["--set", f"model.dtype={args.dtype}", *args.set, *sets]  # a --set model.dtype=... comes later, wins
     env = {key: value for key, value in os.environ.items() if key not in ("OMP_WAIT_POLICY", "OMP_NUM_THREADS")}
     env.update(SEEDBENCH_OMP_WAIT_POLICY=policy, SEEDBENCH_PROGRESS="0")
     neighbour = subprocess.Popen([sys.executable, "-c", "while True: pass"]) if busy else None
@@ -109,6 +110,12 @@ def ratios(results: dict) -> dict:
 
 def main(argv=None) -> int:
     args = parse_args(argv)
+    import torch
+
+    from seedbench.models.policy import resolve_dtype
+
+    dtype = str(resolve_dtype(args.dtype, torch.device("cpu"))).replace("torch.", "")
+    print(f"dtype: {dtype} (model.dtype={args.dtype} on this CPU; the tiny test model always runs float32)", flush=True)
     results = {}
     with tempfile.TemporaryDirectory(prefix="quickstart_speed_") as tmp:
         for name in args.variants:
@@ -119,7 +126,7 @@ def main(argv=None) -> int:
                 parts = "  ".join(f"{p.split('/')[1]} {it[p]:.1f}" for p in PARTS if it[p] is not None)
                 print(f"   iteration {index}: {parts}  (step samples {it['samples']})")
             print(f"   whole command {r['wall_s']:.1f} s", flush=True)
-    summary = {"variants": results, "ratios": ratios(results), "loadavg_after": os.getloadavg()}
+    summary = {"dtype": dtype, "variants": results, "ratios": ratios(results), "loadavg_after": os.getloadavg()}
     for label, value in summary["ratios"].items():
         print(f"{label}: x{value:.2f}")
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)

@@ -26,6 +26,8 @@ def main(argv=None) -> None:
     parser.add_argument("--samples", type=int, default=8)
     parser.add_argument("--response-tokens", type=int, default=32)
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--dtype", default="fp32", choices=("auto", "fp32", "bf16"),
+                        help="compute dtype of the forwards (autocast over fp32 weights, as the trainer); printed")
     parser.add_argument("--out", default="benchmarks/results/scoring_speed.json")
     args = parser.parse_args(argv)
 
@@ -37,7 +39,9 @@ def main(argv=None) -> None:
     from seedbench.registry import make_env
     from seedbench.models.scoring import pad_batch
 
-    policy = load_policy(ModelConfig(name=args.model), need_reference=False, seed=0)
+    policy = load_policy(ModelConfig(name=args.model, dtype=args.dtype), need_reference=False, seed=0)
+    dtype = str(policy.compute_dtype).replace("torch.", "")
+    print(f"dtype: {dtype} (--dtype {args.dtype})", flush=True)
     model, tok = policy.model, policy.tokenizer
     env = make_env("sokoban")
     prompts = []
@@ -54,7 +58,7 @@ def main(argv=None) -> None:
     def run(keep: int, backward: bool) -> float:
         model.zero_grad(set_to_none=True)
         t0 = time.perf_counter()
-        with torch.set_grad_enabled(backward):
+        with torch.set_grad_enabled(backward), policy.autocast():
             logits = model(input_ids=input_ids, attention_mask=attention, position_ids=positions,
                            logits_to_keep=keep).logits[:, -(width + 1) : -1].float()
             logp = torch.log_softmax(logits, -1).gather(-1, targets.unsqueeze(-1)).sum()
@@ -69,7 +73,7 @@ def main(argv=None) -> None:
             for name, keep in variants.items():
                 times[(name, mode)].append(run(keep, mode == "forward_backward"))
     vocab = model.config.vocab_size
-    record = {"model": args.model, "samples": args.samples, "prompt_tokens_mean": sum(map(len, prompts)) / len(prompts),
+    record = {"model": args.model, "dtype": dtype, "samples": args.samples, "prompt_tokens_mean": sum(map(len, prompts)) / len(prompts),
               "response_tokens": args.response_tokens, "repeats": args.repeats, "threads": torch.get_num_threads(),
               "logits_mib": {"all_columns": input_ids.numel() * vocab * 4 / 2**20,
                              "response_columns": input_ids.shape[0] * (width + 1) * vocab * 4 / 2**20}}

@@ -1,12 +1,14 @@
 """seedbench's update vs TRL's `GRPOTrainer` step on the same model, dtype, sequences and token counts.
 
     pip install 'seedbench[bench]'     # TRL
-    python benchmarks/trl_update.py [--model smollm2-135m] [--repeats 2] [--batch PATH]
+    python benchmarks/trl_update.py [--model smollm2-135m] [--dtype fp32|bf16] [--repeats 2] [--batch PATH]
                                     [--out benchmarks/results/trl_update.json]
 
 The sequences are the README quick start's recorded rollout batch (`benchmarks/update_speed.py` records it:
 ~16 step samples of ~400 prompt + 24 response tokens). TRL gets exactly those prompt and completion ids
-through its ``rollout_func`` (no generation), as 8 prompts × ``num_generations=2``; both sides use fp32,
+through its ``rollout_func`` (no generation), as 8 prompts × ``num_generations=2``; both sides compute in
+``--dtype`` (fp32: seedbench ``model.dtype=fp32``, TRL ``bf16=False``; bf16: seedbench ``model.dtype=bf16``, i.e.
+autocast over fp32 master weights and a bf16 reference, TRL ``bf16=True``, its autocast), each side's printed,
 micro-batches of 2 (TRL: ``per_device_train_batch_size=2``, ``gradient_accumulation_steps=8``), one optimizer
 step over all 16 sequences, β_KL 0.01 with a frozen reference forward, temperature 1, AdamW at 1e-5,
 gradient clipping at 1, no activation checkpointing (TRL's GRPO default turns it on; seedbench's is off).
@@ -43,6 +45,7 @@ def parse_args(argv=None):
     p.add_argument("--model", default="smollm2-135m")
     p.add_argument("--config", default=None, help="recipe of the recorded rollout (default: the README quick start)")
     p.add_argument("--repeats", type=int, default=2)
+    p.add_argument("--dtype", default="fp32", choices=("fp32", "bf16"), help="compute dtype of both sides")
     p.add_argument("--samples", type=int, default=0, help="use only the first N (even) samples of the batch; 0 = all")
     p.add_argument("--batch", default=None, help="recorded batch (update_speed.py's pickle); recorded when missing")
     p.add_argument("--set", nargs="*", default=[], metavar="KEY=VALUE", help="config overrides (tests: tiny shapes)")
@@ -58,7 +61,8 @@ def trl_available() -> bool:
     return True
 
 
-def make_trl_trainer(model, tokenizer, samples, output_dir: str, lr: float, beta: float, micro: int, timings: list):
+def make_trl_trainer(model, tokenizer, samples, output_dir: str, lr: float, beta: float, micro: int, timings: list,
+                     bf16: bool = False):
     """A GRPOTrainer whose rollout returns our (prompt, completion) ids, pairs of samples as groups."""
     import torch
     from datasets import Dataset
@@ -93,7 +97,7 @@ def make_trl_trainer(model, tokenizer, samples, output_dir: str, lr: float, beta
                       gradient_accumulation_steps=sequences // micro, num_generations=2,
                       max_completion_length=max(len(s.response_ids) for s in samples) + 1, learning_rate=lr, beta=beta,
                       temperature=1.0, max_grad_norm=1.0, gradient_checkpointing=False, weight_decay=0.01,
-                      use_cpu=True, bf16=False, fp16=False,
+                      use_cpu=True, bf16=bf16, fp16=False,
                       report_to="none", save_strategy="no", logging_steps=1, max_steps=1, seed=0,
                       dataloader_num_workers=0, disable_tqdm=True)
     dataset = Dataset.from_dict({"prompt": list(by_prompt)})
@@ -101,9 +105,17 @@ def make_trl_trainer(model, tokenizer, samples, output_dir: str, lr: float, beta
     trainer = GRPOTrainer(model=model, reward_funcs=[reward], args=args, train_dataset=dataset,
                           processing_class=tokenizer, rollout_func=rollout, callbacks=[StepTimer()])
     ref = getattr(trainer, "ref_model", None)
-    if ref is not None and next(ref.parameters()).dtype != torch.float32:
+    if ref is not None and not bf16 and next(ref.parameters()).dtype != torch.float32:
         ref.to(torch.float32)
     return trainer, sequences
+
+
+def trl_dtype(trl_trainer) -> str:
+    """The dtype TRL's forwards compute in: ``bfloat16`` under its bf16 autocast (accelerate's mixed
+    precision), else its model's parameter dtype."""
+    if str(getattr(trl_trainer.accelerator, "mixed_precision", "no")) == "bf16":
+        return "bfloat16"
+    return str(next(trl_trainer.model.parameters()).dtype).replace("torch.", "")
 
 
 def main(argv=None) -> int:
@@ -116,7 +128,7 @@ def main(argv=None) -> int:
     import update_speed
 
     config = ["--config", args.config] if args.config is not None else []
-    bench_args = update_speed.parse_args(["--model", args.model, *config, "--set", *args.set])
+    bench_args = update_speed.parse_args(["--model", args.model, "--dtype", args.dtype, *config, "--set", *args.set])
     out = Path(tempfile.mkdtemp(prefix="trl_update_"))
     trainer = update_speed.make_trainer(bench_args, "grpo", out)
     trajectories, rewards = update_speed.record_batch(trainer, update_speed.batch_path(args))
@@ -134,8 +146,12 @@ def main(argv=None) -> int:
     trl_model.config._name_or_path = str(out / "initial")
     trl_timings: list[float] = []
     trl_trainer, sequences = make_trl_trainer(trl_model, trainer.policy.tokenizer, samples, str(out / "trl"), optim.lr,
-                                              algo.kl_coef, optim.micro_batch_size, trl_timings)
+                                              algo.kl_coef, optim.micro_batch_size, trl_timings, bf16=args.dtype == "bf16")
     assert sequences == len(samples)
+    dtypes = {"seedbench": update_speed.ran_dtype(trainer), "trl": trl_dtype(trl_trainer)}
+    print(f"dtype: seedbench {dtypes['seedbench']}, TRL {dtypes['trl']} (--dtype {args.dtype})", flush=True)
+    if len(set(dtypes.values())) != 1:
+        raise SystemExit(f"trl_update.py: the two sides run different dtypes ({dtypes}); nothing to compare")
     times = {"seedbench_plain": [], "seedbench_optimised": [], "trl": []}
     load_before = os.getloadavg()
     for _ in range(args.repeats):
@@ -159,7 +175,7 @@ def main(argv=None) -> int:
     load_after = os.getloadavg()
     median = {name: statistics.median(values) for name, values in times.items()}
     result = {"model": args.model, "sequences": len(samples), "tokens": tokens, "trl_tokens": trl_tokens,
-              "dtype": "float32",
+              "dtype": dtypes["seedbench"], "dtypes": dtypes,
               "threads": torch.get_num_threads(), "seconds": times, "median_s": median,
               "tokens_per_s": {name: tokens / value for name, value in median.items()},
               "trl_over_seedbench": {name: median["trl"] / median[name] for name in ("seedbench_plain", "seedbench_optimised")},
@@ -168,7 +184,7 @@ def main(argv=None) -> int:
                               "TRL skips the old-log-prob pass (one on-policy step), seedbench plain scores it",
                               "loss: TRL dapo (no dual clip) vs seedbench dual-clip PPO + k3 KL + entropy bonus",
                               "TRL's Trainer bookkeeping (per-step metrics) is inside its timed step"]}
-    print(f"\n{len(samples)} sequences, {tokens} tokens (TRL counted {trl_tokens}), fp32; "
+    print(f"\n{len(samples)} sequences, {tokens} tokens (TRL counted {trl_tokens}), {dtypes['seedbench']}; "
           f"load average {load_before[0]:.2f} -> {load_after[0]:.2f}")
     for name, value in median.items():
         print(f"{name:<22}{value:8.1f} s  {tokens / value:7.1f} tokens/s")

@@ -1,7 +1,7 @@
 """Update benchmark: the plain update vs the optimised one on the README quick start's batch, and SEED's
 update vs GRPO's at equal work.
 
-    python benchmarks/update_speed.py [--model smollm2-135m] [--repeats 2] [--batch PATH] [--singles]
+    python benchmarks/update_speed.py [--model smollm2-135m] [--dtype auto|fp32|bf16] [--repeats 2] [--batch PATH] [--singles]
                                       [--seed-repeats 1] [--out benchmarks/results/update_speed.json]
 
 The batch is one real rollout of `configs/quickstart_cpu.yaml` (GRPO, Sokoban, 2 tasks × 2 episodes of
@@ -46,6 +46,7 @@ SINGLES = {
     "shared_prefix": {"old_logprobs": "score", "packing": "shared_prefix"},
 }
 FIXED_SKILL = "Push the box toward the target one step at a time, and never push it into a corner."
+DTYPES = ("auto", "fp32", "bf16")
 QUICKSTART = Path(__file__).resolve().parents[1] / "configs" / "quickstart_cpu.yaml"
 
 
@@ -63,9 +64,16 @@ def replay_parser(doc: str, repeats_help: str, repeats: int, out: str) -> argpar
     p.add_argument("--config", default=str(QUICKSTART), help="recipe of the recorded rollout (the README quick start)")
     p.add_argument("--repeats", type=int, default=repeats, help=repeats_help)
     p.add_argument("--batch", default=None, help="recorded batch (pickle); recorded there when missing")
+    p.add_argument("--dtype", default="auto", choices=DTYPES,
+                   help="the trainer's model.dtype (auto = bf16 on CPUs with AVX-512-BF16/AMX, else fp32); printed")
     p.add_argument("--set", nargs="*", default=[], metavar="KEY=VALUE", help="config overrides (tests: tiny shapes)")
     p.add_argument("--out", default=out)
     return p
+
+
+def ran_dtype(trainer) -> str:
+    """The compute dtype the trainer's forwards ran in, as torch names it (``float32``, ``bfloat16``)."""
+    return str(trainer.policy.compute_dtype or "torch.float32").replace("torch.", "")
 
 
 def parse_args(argv=None):
@@ -87,6 +95,8 @@ def make_trainer(args, agent: str, out: Path):
         set_dotted(overrides, key, yaml.safe_load(raw))
     overrides.update({"env": overrides.get("env", "sokoban"), "agent": agent, "output": str(out / agent)})
     set_dotted(overrides, "model.name", args.model)
+    if "dtype" not in overrides.get("model", {}):  # --set model.dtype=... wins over --dtype
+        set_dotted(overrides, "model.dtype", getattr(args, "dtype", "auto"))
     if agent == "seed":
         set_dotted(overrides, "algo.expect_analyzer_sft", False)
     return Trainer(build_config(args.config, overrides))
@@ -196,8 +206,9 @@ def main(argv=None) -> int:
     samples = prepared.samples
     shape = {"samples": len(samples), "prompt_tokens_mean": statistics.mean(len(s.prompt_ids) for s in samples),
              "response_tokens_mean": statistics.mean(len(s.response_ids) for s in samples),
-             "advantages_forced": forced, "micro_batch_size": trainer.config.optim.micro_batch_size,
+             "advantages_forced": forced, "dtype": ran_dtype(trainer), "micro_batch_size": trainer.config.optim.micro_batch_size,
              "mini_batch_size": trainer.config.optim.mini_batch_size, "threads": torch.get_num_threads()}
+    print(f"dtype: {shape['dtype']} (--dtype {args.dtype})", flush=True)
     print(f"batch: {shape['samples']} step samples, {shape['prompt_tokens_mean']:.0f} prompt + "
           f"{shape['response_tokens_mean']:.1f} response tokens on average ({recorded})", flush=True)
     initial = {k: v.detach().clone() for k, v in trainer.policy.model.state_dict().items()}
@@ -225,7 +236,7 @@ def main(argv=None) -> int:
     load_after = os.getloadavg()
     median = {name: statistics.median(values) for name, values in times.items()}
     median_cpu = {name: statistics.median(values) for name, values in cpu.items()}
-    result = {"model": args.model, "batch": shape, "repeats": args.repeats, "seconds": times, "median_s": median,
+    result = {"model": args.model, "dtype": shape["dtype"], "batch": shape, "repeats": args.repeats, "seconds": times, "median_s": median,
               "cpu_seconds": cpu, "median_cpu_s": median_cpu,
               "speedup_vs_plain": {name: median["plain"] / median[name] for name in variants},
               "cpu_speedup_vs_plain": {name: median_cpu["plain"] / median_cpu[name] for name in variants},
@@ -233,7 +244,7 @@ def main(argv=None) -> int:
                                                 for name in variants if name != "plain"},
               "loss_difference_vs_plain": {name: abs(losses[name] - losses["plain"]) for name in variants},
               "loadavg_before": load_before, "loadavg_after": load_after}
-    print(f"\nupdate seconds (median of {args.repeats}, interleaved); "
+    print(f"\nupdate seconds ({shape['dtype']}, median of {args.repeats}, interleaved); "
           f"load average {load_before[0]:.2f} -> {load_after[0]:.2f}")
     for name in variants:
         line = (f"{name:<14}{median[name]:8.1f} s  x{result['speedup_vs_plain'][name]:.2f}  "

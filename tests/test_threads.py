@@ -55,9 +55,30 @@ def probe(entry: str, **env_vars: str) -> dict:
 
 @pytest.mark.parametrize("entry", ["cli", "module"])
 def test_passive_is_set_before_torch_loads(entry):
-    seen = probe(entry)
+    seen = probe(entry, SEEDBENCH_OMP_WAIT_POLICY="passive")
     assert seen["OMP_WAIT_POLICY"] == "PASSIVE"
     assert seen["OMP_NUM_THREADS"] is None  # thread count: torch's own choice
+
+
+def test_auto_decides_on_the_load_before_torch_loads():
+    """Without a setting the CLI chooses by the machine's load at start (`threads.machine_shared`)."""
+    import os
+
+    seen = probe("cli")
+    shared_now = os.getloadavg()[0] >= threads.SHARED_LOAD
+    # the load may cross the threshold between the two readings; only a clear case is asserted
+    if abs(os.getloadavg()[0] - threads.SHARED_LOAD) > 0.5:
+        assert seen["OMP_WAIT_POLICY"] == ("PASSIVE" if shared_now else None)
+
+
+@pytest.mark.parametrize("load, expected", [(0.0, {}), (0.99, {}), (1.0, {"OMP_WAIT_POLICY": "PASSIVE"}),
+                                            (6.5, {"OMP_WAIT_POLICY": "PASSIVE"})])
+def test_auto_is_passive_exactly_on_a_shared_machine(load, expected):
+    assert threads.configure({}, load=load) == expected  # the default is auto
+    assert threads.configure({"SEEDBENCH_OMP_WAIT_POLICY": "auto"}, load=load) == expected
+    # an explicit policy ignores the load
+    assert threads.configure({"SEEDBENCH_OMP_WAIT_POLICY": "passive"}, load=0.0) == {"OMP_WAIT_POLICY": "PASSIVE"}
+    assert threads.configure({"SEEDBENCH_OMP_WAIT_POLICY": "default"}, load=9.0) == {}
 
 
 def test_users_own_variables_win():

@@ -25,6 +25,20 @@ def test_update_speed_compares_variants_on_one_recorded_batch(tmp_path, capsys):
     assert "load average" in capsys.readouterr().out
 
 
+@pytest.mark.parametrize("dtype", ["fp32", "bf16"])
+def test_the_replay_benchmarks_pin_the_trainers_dtype(tmp_path, dtype):
+    """``--dtype`` reaches the trainer's ``model.dtype`` (the TRL comparison once ran seedbench at ``auto``, bf16
+    on an AMX CPU, against TRL's fp32); ``--set model.dtype=...`` still wins."""
+    bench = _load("update_speed")
+    args = bench.parse_args(["--dtype", dtype, *TINY])
+    trainer = bench.make_trainer(args, "grpo", tmp_path / dtype)
+    assert trainer.config.model.dtype == dtype
+    assert bench.ran_dtype(trainer) == "float32"  # the tiny model always computes in fp32 (exact tests)
+    trainer.close()
+    args = bench.parse_args(["--dtype", dtype, *TINY, "model.dtype=fp16"])
+    assert bench.make_trainer(args, "grpo", tmp_path / "set").config.model.dtype == "fp16"
+
+
 def test_trl_update_says_how_to_install_trl_when_missing(monkeypatch, capsys):
     bench = _load("trl_update")
     monkeypatch.setattr(bench, "trl_available", lambda: False)
@@ -38,6 +52,7 @@ def test_trl_update_feeds_trl_the_same_tokens(tmp_path):
     out = tmp_path / "trl.json"
     assert bench.main([*TINY, "--repeats", "1", "--batch", str(tmp_path / "batch.pkl"), "--out", str(out)]) == 0
     result = json.loads(out.read_text())
+    assert result["dtypes"] == {"seedbench": "float32", "trl": "float32"}  # --dtype fp32, the default
     assert result["sequences"] == 4 and result["tokens"] == result["trl_tokens"] > 0
     assert set(result["median_s"]) == {"seedbench_plain", "seedbench_optimised", "trl"}
     assert all(value > 0 for value in result["median_s"].values())
@@ -76,3 +91,34 @@ def test_few_row_linear_times_both_forms_of_the_same_product(tmp_path, capsys):
     assert [(r["matrix"], r["rows"]) for r in results] == [("k_v", 2), ("k_v", 4), ("q_o", 2), ("q_o", 4)]
     assert all(r["x_wt_ms"] > 0 and r["w_xt_ms"] > 0 and r["max_relative_difference"] < 1e-5 for r in results)
     assert "(W@x^T)^T" in capsys.readouterr().out
+
+
+def test_bf16_speed_prints_every_part_in_both_dtypes(tmp_path, capsys):
+    """At tiny size: every part timed fp32 and bf16, the CPU's flags, the update's FLOPs and its share of
+    the bf16 GEMM rate, the dtype each side ran (the tiny model always runs fp32, so both say float32)."""
+    bench = _load("bf16_speed")
+    out = tmp_path / "bf16.json"
+    argv = ["--tokens", "16", "--repeats", "1", "--batch", str(tmp_path / "batch.pkl"), "--out", str(out), *TINY]
+    assert bench.main(argv) == 0
+    result = json.loads(out.read_text())
+    assert set(result["cpu"]) >= {"amx_bf16", "avx512_bf16", "avx2", "model_name"}
+    assert result["dtypes"] == {"fp32": "float32", "bf16": "float32"}
+    assert set(result["gemm"]) == {"16x64x128", "16x128x64", "16x64x64", "decode 16x64x128"}  # tiny: 64, MLP 128
+    for part in (*result["gemm"].values(), result["hf"]["forward_backward"], result["scoring"],
+                 *result["update"].values()):
+        assert all(len(v) == 1 and v[0] > 0 for v in part["seconds"].values())
+        assert part["bf16_speedup"] == pytest.approx(part["median_s"]["fp32"] / part["median_s"]["bf16"])
+    plain, optimised = result["update"]["plain"], result["update"]["optimised"]
+    assert plain["gflop"] > optimised["gflop"] > 0  # the optimised update skips the π_old pass and the padding
+    assert optimised["bf16_share_of_bf16_gemm_rate"] == pytest.approx(
+        optimised["gflop_per_s"]["bf16"] / result["bf16_gemm_gflop_per_s"])
+    printed = capsys.readouterr().out
+    assert "amx_bf16=" in printed and "dtypes ran: fp32 side float32, bf16 side float32" in printed
+
+
+def test_update_flops_count_the_layouts_tokens():
+    """FLOPs by hand for two samples: padded rows count their padding, the shared prefix once."""
+    bench = _load("bf16_speed")
+    assert bench.layout_tokens([[1, 2, 3], [1, 2]], [[4], [5, 6]], "off") == 2 * (3 + 2)
+    assert bench.layout_tokens([[1, 2, 3], [1, 2]], [[4], [5, 6]], "packed") == 4 + 4
+    assert bench.layout_tokens([[1, 2, 3], [1, 2, 7]], [[4], [5]], "shared_prefix") == 2 + 2 + 2

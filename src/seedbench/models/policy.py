@@ -45,6 +45,15 @@ class Policy:
             return contextlib.nullcontext()
         return torch.autocast(device_type=self.device.type, dtype=self.compute_dtype)
 
+    def autocast_off(self):
+        """A region without autocast inside an `autocast` one (a loss and its backward); it does not end the
+        outer region, so autocast's cached weight casts survive it."""
+        import torch
+
+        if self.compute_dtype is None or self.compute_dtype == torch.float32:
+            return contextlib.nullcontext()
+        return torch.autocast(device_type=self.device.type, enabled=False)
+
     @contextlib.contextmanager
     def reference(self):
         """Yield a module computing the reference log-probs (LoRA: adapters disabled)."""

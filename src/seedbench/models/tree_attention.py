@@ -141,8 +141,48 @@ def tree_attention(module, query, key, value, attention_mask, dropout: float = 0
         k = keys[index] if len(path) == 1 else torch.cat([keys[i] for i in path], dim=1)
         v = values[index] if len(path) == 1 else torch.cat([values[i] for i in path], dim=1)
         mask = plan.additive_mask(index, query)
-        out = torch.nn.functional.scaled_dot_product_attention(
-            queries[index], k.transpose(1, 2), v.transpose(1, 2), attn_mask=mask,
-            is_causal=mask is None and plan.widths[index] > 1, **options)
+        out = attend(queries[index], k.transpose(1, 2), v.transpose(1, 2), mask,
+                     mask is None and plan.widths[index] > 1, options)
         outputs.append(out.transpose(1, 2))
     return (outputs[0] if len(outputs) == 1 else torch.cat(outputs, dim=1)).contiguous(), None
+
+
+_FLASH_CPU = getattr(torch.ops.aten, "_scaled_dot_product_flash_attention_for_cpu", None)
+_FLASH_CPU_BACKWARD = getattr(torch.ops.aten, "_scaled_dot_product_flash_attention_for_cpu_backward", None)
+
+
+def attend(query, key, value, mask, causal: bool, options: dict):
+    """One run's attention: SDPA, except for bf16 on CPU with gradients, where the forward is SDPA's bf16
+    flash kernel and the backward its fp32 kernel (`_Bf16FlashFp32Backward`)."""
+    if (_FLASH_CPU is not None and query.dtype == torch.bfloat16 and query.device.type == "cpu"
+            and torch.is_grad_enabled() and not options.get("dropout_p")
+            and any(t.requires_grad for t in (query, key, value))):
+        return _Bf16FlashFp32Backward.apply(query, key, value, mask, causal, options.get("scale"))
+    return torch.nn.functional.scaled_dot_product_attention(query, key, value, attn_mask=mask, is_causal=causal,
+                                                            **options)
+
+
+class _Bf16FlashFp32Backward(torch.autograd.Function):
+    """Flash attention with a bf16 forward and an fp32 backward, for CPUs.
+
+    torch's CPU flash kernel runs its bf16 forward 2-3x faster than fp32, but its bf16 backward is slower
+    than the fp32 one (docs/performance.md, "bf16 on CPU"). So the forward keeps bf16 and the backward
+    runs the fp32 kernel on the upcast inputs, output and the forward's log-sum-exp (fp32 in both
+    kernels): the gradients are the exact attention's up to the rounding of the bf16 inputs and output,
+    closer to fp32 than the bf16 backward's. Key/value heads may be fewer than query heads (GQA), as for
+    the kernels themselves."""
+
+    @staticmethod
+    def forward(ctx, query, key, value, mask, causal: bool, scale):
+        out, logsumexp = _FLASH_CPU(query, key, value, 0.0, causal, attn_mask=mask, scale=scale)
+        ctx.save_for_backward(query, key, value, out, logsumexp, mask)
+        ctx.causal, ctx.scale = causal, scale
+        return out
+
+    @staticmethod
+    def backward(ctx, grad_out):
+        query, key, value, out, logsumexp, mask = ctx.saved_tensors
+        grads = _FLASH_CPU_BACKWARD(grad_out.float(), query.float(), key.float(), value.float(), out.float(),
+                                    logsumexp.float(), 0.0, ctx.causal,
+                                    attn_mask=None if mask is None else mask.float(), scale=ctx.scale)
+        return (*(g.to(t.dtype) for g, t in zip(grads, (query, key, value))), None, None, None)

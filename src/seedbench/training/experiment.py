@@ -367,9 +367,10 @@ class LocalExecutor:
         env = dict(os.environ)
         if self.gpus_per_run > 0:
             env["CUDA_VISIBLE_DEVICES"] = ",".join(gpus)
-        if self.workers > 1:  # several runs on one machine: stop each BLAS from using every core
-            for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+        if self.workers > 1:  # several runs on one machine: stop each BLAS from using every core, and
+            for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS"):  # the machine is shared (seedbench.threads)
                 env.setdefault(var, str(self.cpus_per_run))
+            env.setdefault("OMP_WAIT_POLICY", "PASSIVE")
         return env
 
     def run_one(self, run: RunSpec, resume: bool) -> tuple[int, float]:

@@ -323,18 +323,23 @@ class Trainer:
         self.optimizer.zero_grad(set_to_none=True)
         sums: dict[str, float] = {}
         current: dict[int, list[float]] = {}
-        for micro_start in range(0, len(mini), cfg.micro_batch_size):
-            micro = mini[micro_start : micro_start + cfg.micro_batch_size]
-            mb = self._micro_batch(micro, samples, old_logp, ref_logp, want_entropy, update_info,
-                                   minibatch_tokens=tokens, micro_batches=micro_batches, engine_logp=engine_logp)
-            loss_sum, metric_sums = self.agent.loss(mb)  # weighted for optim.loss_agg_mode (MiniBatch.loss_weight)
-            (loss_sum / tokens).backward()
-            sums["train/loss"] = sums.get("train/loss", 0.0) + float(loss_sum.detach())
-            for key, value in metric_sums.items():
-                sums[key] = sums.get(key, 0.0) + float(value)
-            logp = mb.logp.detach().float().cpu()
-            for row, i in enumerate(micro):
-                current[i] = logp[row, : len(samples[i].response_ids)].tolist()
+        # One autocast region around the mini-batch: autocast keeps its low-precision casts of the weights
+        # until its outermost region exits, so every micro-batch's forward reuses the first one's (the
+        # weights change only at the optimizer step, after this). Loss and backward run with autocast off.
+        with self.policy.autocast():
+            for micro_start in range(0, len(mini), cfg.micro_batch_size):
+                micro = mini[micro_start : micro_start + cfg.micro_batch_size]
+                mb = self._micro_batch(micro, samples, old_logp, ref_logp, want_entropy, update_info,
+                                       minibatch_tokens=tokens, micro_batches=micro_batches, engine_logp=engine_logp)
+                with self.policy.autocast_off():
+                    loss_sum, metric_sums = self.agent.loss(mb)  # weighted for optim.loss_agg_mode (MiniBatch.loss_weight)
+                    (loss_sum / tokens).backward()
+                sums["train/loss"] = sums.get("train/loss", 0.0) + float(loss_sum.detach())
+                for key, value in metric_sums.items():
+                    sums[key] = sums.get(key, 0.0) + float(value)
+                logp = mb.logp.detach().float().cpu()
+                for row, i in enumerate(micro):
+                    current[i] = logp[row, : len(samples[i].response_ids)].tolist()
         return sums, current
 
     def _old_logprob_source(self, samples, trajectories, single_pass: bool) -> tuple[str, Any]:

@@ -1,0 +1,305 @@
+"""fp32 vs bf16 on this CPU, from the matrix product up to seedbench's update, in one run.
+
+    python benchmarks/bf16_speed.py [--model smollm2-135m] [--repeats 2] [--tokens 848] [--batch PATH]
+                                    [--parts gemm hf update scoring iteration] [--out benchmarks/results/bf16_speed.json]
+
+Each part is timed fp32 and bf16 interleaved (fp32, bf16, bf16, fp32, …; the median is kept), with the
+load average printed next to it: on a shared machine only ratios measured side by side mean anything.
+
+* ``gemm``: ``torch.mm`` at the model's linear shapes for ``--tokens`` rows (an update's micro-batch) and
+  for 16 rows (a decode step), in GFLOP/s;
+* ``hf``: a plain transformers forward + backward (and forward alone) of 2 × ``--tokens // 2`` tokens,
+  bf16 = autocast over fp32 weights, as the trainer runs it;
+* ``update``: seedbench's update on the README quick start's recorded batch (`update_speed.py` records
+  it), plain and optimised, one trainer per dtype (``model.dtype`` pinned), and its achieved FLOP/s as a
+  share of the bf16 GEMM rate measured above (the mean over the ``--tokens``-row shapes): FLOPs = 2 × non-embedding parameters per token of every
+  forward it runs (the layout's tokens, padding included) + 4 × per token of every backward, plus the
+  vocabulary projection of the scored columns (attention's score products are left out: an undercount);
+* ``scoring``: the no-grad scoring pass over the batch, the pass SEED's teacher re-scoring runs
+  (``optim.packing`` and ``log_prob_micro_batch_size`` from the recipe);
+* ``iteration`` (not by default: it generates): one whole quick-start GRPO iteration per dtype.
+
+The CPU's flags that decide bf16 (``amx_bf16``, ``avx512_bf16``, ``avx2``) are printed and recorded. The
+tiny test model always computes in fp32 (exact tests), so ``--model tiny`` exercises the script, not bf16.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import os
+import random
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import update_speed  # noqa: E402  (a sibling script: the recorded batch and the timed update)
+
+DTYPES = ("fp32", "bf16")
+PARTS = ("gemm", "hf", "update", "scoring", "iteration")
+DEFAULT_PARTS = ("gemm", "hf", "update", "scoring")
+CPU_FLAGS = ("amx_bf16", "amx_tile", "avx512_bf16", "avx512f", "avx2")
+
+
+def parse_args(argv=None):
+    p = update_speed.replay_parser(__doc__, "timed pairs per part", 2, "benchmarks/results/bf16_speed.json")
+    p.add_argument("--tokens", type=int, default=848, help="rows of the GEMMs and tokens of the HF forward")
+    p.add_argument("--parts", nargs="+", default=list(DEFAULT_PARTS), choices=PARTS)
+    return p.parse_args(argv)
+
+
+def cpu_flags() -> dict:
+    """The bf16-relevant flags of /proc/cpuinfo, the model name and torch's CPU capability."""
+    import torch
+
+    try:
+        text = open("/proc/cpuinfo").read()
+    except OSError:
+        text = ""
+    flags = set()
+    name = ""
+    for line in text.splitlines():
+        if line.startswith("flags") and not flags:
+            flags = set(line.split(":", 1)[1].split())
+        if line.startswith("model name") and not name:
+            name = line.split(":", 1)[1].strip()
+    return {"model_name": name, "cpus": os.cpu_count(), **{flag: flag in flags for flag in CPU_FLAGS},
+            "torch_capability": torch.backends.cpu.get_cpu_capability(), "torch_threads": torch.get_num_threads(),
+            "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY", "(runtime default)")}
+
+
+def interleaved(run, repeats: int, warm_up: bool = True) -> dict[str, list[float]]:
+    """`run(dtype)` → seconds, for both dtypes, alternating which goes first; one untimed call each first
+    (`warm_up`; the update and the iteration, minutes each, go without: their first call is timed)."""
+    for dtype in DTYPES if warm_up else ():
+        run(dtype)
+    times: dict[str, list[float]] = {dtype: [] for dtype in DTYPES}
+    for repeat in range(repeats):
+        for dtype in DTYPES if repeat % 2 == 0 else DTYPES[::-1]:
+            times[dtype].append(run(dtype))
+    return times
+
+
+def summary(times: dict[str, list[float]], flops: float | None = None) -> dict:
+    median = {dtype: statistics.median(values) for dtype, values in times.items()}
+    out = {"seconds": times, "median_s": median, "bf16_speedup": median["fp32"] / median["bf16"],
+           "loadavg": os.getloadavg()[0]}
+    if flops is not None:
+        out["gflop"] = flops / 1e9
+        out["gflop_per_s"] = {dtype: flops / 1e9 / value for dtype, value in median.items()}
+    return out
+
+
+def say(name: str, part: dict, unit: str = "s") -> None:
+    m = part["median_s"]
+    rate = ""
+    if "gflop_per_s" in part:
+        rate = f"  ({part['gflop_per_s']['fp32']:.0f} / {part['gflop_per_s']['bf16']:.0f} GFLOP/s)"
+    scale, label = (1e3, "ms") if unit == "ms" else (1.0, "s")
+    print(f"{name:<44} fp32 {m['fp32'] * scale:9.2f} {label}  bf16 {m['bf16'] * scale:9.2f} {label}  "
+          f"x{part['bf16_speedup']:.2f}{rate}  load {part['loadavg']:.1f}", flush=True)
+
+
+def gemm_part(config, tokens: int, repeats: int) -> dict:
+    import torch
+
+    hidden, inter = config.hidden_size, config.intermediate_size
+    shapes = {f"{tokens}x{hidden}x{inter}": (tokens, hidden, inter), f"{tokens}x{inter}x{hidden}": (tokens, inter, hidden),
+              f"{tokens}x{hidden}x{hidden}": (tokens, hidden, hidden), f"decode 16x{hidden}x{inter}": (16, hidden, inter)}
+    out = {}
+    for name, (m, k, n) in shapes.items():
+        a32, b32 = torch.randn(m, k), torch.randn(k, n)
+        operands = {"fp32": (a32, b32), "bf16": (a32.bfloat16(), b32.bfloat16())}
+        inner = max(3, min(200, int(2e10 // (2 * m * k * n))))  # up to ~20 GFLOP per timing
+
+        def run(dtype, a_b=operands):
+            a, b = a_b[dtype]
+            t0 = time.perf_counter()
+            for _ in range(inner):
+                torch.mm(a, b)
+            return (time.perf_counter() - t0) / inner
+
+        out[name] = summary(interleaved(run, repeats), 2.0 * m * k * n)
+        say(f"GEMM {name}", out[name], "ms")
+    return out
+
+
+def hf_part(model, tokens: int, repeats: int) -> dict:
+    import torch
+
+    ids = torch.randint(0, model.config.vocab_size, (2, max(2, tokens // 2)), generator=torch.Generator().manual_seed(0))
+
+    def step(dtype, backward: bool):
+        model.zero_grad(set_to_none=True)
+        region = torch.autocast("cpu", dtype=torch.bfloat16) if dtype == "bf16" else torch.autocast("cpu", enabled=False)
+        t0 = time.perf_counter()
+        with torch.set_grad_enabled(backward):
+            with region:
+                logits = model(input_ids=ids).logits
+            if backward:
+                logits.float().logsumexp(-1).mean().backward()
+        return time.perf_counter() - t0
+
+    out = {"forward_backward": summary(interleaved(lambda d: step(d, True), repeats)),
+           "forward": summary(interleaved(lambda d: step(d, False), repeats))}
+    model.zero_grad(set_to_none=True)
+    say(f"HF forward+backward, 2 x {ids.shape[1]} tokens", out["forward_backward"])
+    say(f"HF forward, 2 x {ids.shape[1]} tokens", out["forward"])
+    return out
+
+
+def non_embedding_parameters(model) -> int:
+    embedding = model.get_input_embeddings().weight
+    return sum(p.numel() for p in model.parameters() if p is not embedding)
+
+
+def layout_tokens(prompts, responses, packing: str) -> int:
+    """Tokens one forward computes for these members in `packing`'s layout (padding included)."""
+    from seedbench.models.packing import pack_batch
+
+    if packing == "off":
+        return len(prompts) * (max(map(len, prompts)) + max(1, max(map(len, responses))))
+    return int(pack_batch(prompts, responses, shared_prefix=packing == "shared_prefix").input_ids.shape[1])
+
+
+def update_flops(trainer, samples, settings: dict) -> float:
+    """Model FLOPs of one update with `settings` (see the module docstring): the reference pass, a π_old pass
+    when ``old_logprobs=score``, the loss forwards and their backwards, in the trainer's own grouping."""
+    cfg = copy.copy(trainer.config.optim)
+    for key, value in settings.items():
+        setattr(cfg, key, value)
+    model = trainer.policy.model
+    params, vocab_flops = non_embedding_parameters(model), 2 * model.config.hidden_size * model.config.vocab_size
+    prompts = [s.prompt_ids for s in samples]
+    responses = [s.response_ids for s in samples]
+    scored = sum(map(len, responses))
+
+    def scoring_pass() -> float:
+        order = sorted(range(len(samples)), key=lambda i: list(prompts[i])) if cfg.packing == "shared_prefix" \
+            else list(range(len(samples)))
+        size = cfg.log_prob_micro_batch_size or cfg.micro_batch_size
+        chunks = [order[i : i + size] for i in range(0, len(order), size)]
+        tokens = sum(layout_tokens([prompts[i] for i in c], [responses[i] for i in c], cfg.packing) for c in chunks)
+        return 2.0 * params * tokens + vocab_flops * scored
+
+    order = list(range(len(samples)))
+    random.Random(trainer.config.seed * 1_000_003 + trainer.counters["iteration"]).shuffle(order)
+    loss_tokens = sum(layout_tokens([prompts[i] for i in order[s : s + cfg.micro_batch_size]],
+                                    [responses[i] for i in order[s : s + cfg.micro_batch_size]], cfg.packing)
+                      for s in range(0, len(order), cfg.micro_batch_size))
+    flops = 6.0 * params * loss_tokens + 3 * vocab_flops * scored  # forward 2, backward 4 per parameter and token
+    passes = int(trainer.needs_reference) + int(cfg.old_logprobs == "score")
+    return flops + passes * scoring_pass()
+
+
+def update_part(args, trainers: dict, batch, repeats: int, gemm_rate: float | None) -> dict:
+    trajectories, rewards = batch
+    prepared = {d: t.agent.prepare(trajectories, rewards, 1) for d, t in trainers.items()}
+    for value in prepared.values():
+        update_speed.active_advantages(value)
+    initial = {d: {k: v.detach().clone() for k, v in t.policy.model.state_dict().items()} for d, t in trainers.items()}
+    out = {}
+    for name, settings in update_speed.VARIANTS.items():
+        cpu: dict[str, list[float]] = {dtype: [] for dtype in DTYPES}
+
+        def run(dtype, settings=settings, cpu=cpu):
+            seconds, _, metrics = update_speed.timed_update(trainers[dtype], initial[dtype], prepared[dtype],
+                                                            trajectories, settings)
+            cpu[dtype].append(metrics["cpu_s"])
+            return seconds
+
+        flops = update_flops(trainers["fp32"], prepared["fp32"].samples, settings)
+        out[name] = summary(interleaved(run, repeats, warm_up=False), flops)
+        # this process's CPU seconds: on a shared machine less sensitive to the other jobs than the wall clock
+        out[name]["cpu_seconds"] = cpu
+        out[name]["bf16_cpu_speedup"] = statistics.median(cpu["fp32"]) / statistics.median(cpu["bf16"])
+        if gemm_rate:
+            out[name]["bf16_share_of_bf16_gemm_rate"] = out[name]["gflop_per_s"]["bf16"] / gemm_rate
+        say(f"seedbench update, {name}", out[name])
+        print(f"    CPU seconds fp32 {statistics.median(cpu['fp32']):.1f}, bf16 {statistics.median(cpu['bf16']):.1f}: "
+              f"x{out[name]['bf16_cpu_speedup']:.2f}")
+        if gemm_rate:
+            print(f"    achieved {out[name]['gflop_per_s']['bf16']:.0f} GFLOP/s in bf16 = "
+                  f"{100 * out[name]['bf16_share_of_bf16_gemm_rate']:.1f} % of the bf16 GEMM rate ({gemm_rate:.0f})")
+    for dtype, trainer in trainers.items():
+        trainer.policy.model.load_state_dict(initial[dtype])
+    return out
+
+
+def scoring_part(trainers: dict, batch, repeats: int) -> dict:
+    trajectories, rewards = batch
+    samples = {d: t.agent.prepare(trajectories, rewards, 1).samples for d, t in trainers.items()}
+
+    def run(dtype):
+        trainer = trainers[dtype]
+        t0 = time.perf_counter()
+        trainer.context.score([s.prompt_ids for s in samples[dtype]], [s.response_ids for s in samples[dtype]])
+        return time.perf_counter() - t0
+
+    out = summary(interleaved(run, repeats))
+    say("scoring pass (SEED's re-scoring pass)", out)
+    return out
+
+
+def iteration_part(trainers: dict, repeats: int) -> dict:
+    counter = {d: 0 for d in trainers}
+
+    def run(dtype):
+        counter[dtype] += 1
+        return trainers[dtype].iteration(counter[dtype])["time/iteration_s"]
+
+    out = summary(interleaved(run, repeats, warm_up=False))
+    say("quick-start GRPO iteration", out)
+    return out
+
+
+def main(argv=None) -> int:
+    args = parse_args(argv)
+    import torch
+
+    flags = cpu_flags()
+    print("CPU: " + ", ".join(f"{k}={v}" for k, v in flags.items()), flush=True)
+    result: dict = {"model": args.model, "cpu": flags, "repeats": args.repeats, "tokens": args.tokens,
+                    "loadavg_before": os.getloadavg()}
+    out = Path(tempfile.mkdtemp(prefix="bf16_speed_"))
+    trainers = {}
+    for dtype in DTYPES:
+        args.dtype = dtype
+        trainers[dtype] = update_speed.make_trainer(args, "grpo", out / dtype)
+    result["dtypes"] = {d: update_speed.ran_dtype(t) for d, t in trainers.items()}
+    print(f"dtypes ran: fp32 side {result['dtypes']['fp32']}, bf16 side {result['dtypes']['bf16']}", flush=True)
+    model = trainers["fp32"].policy.model
+    gemm_rate = None
+    if "gemm" in args.parts:
+        result["gemm"] = gemm_part(model.config, args.tokens, args.repeats)
+        rates = [v["gflop_per_s"]["bf16"] for k, v in result["gemm"].items() if not k.startswith("decode")]
+        gemm_rate = result["bf16_gemm_gflop_per_s"] = statistics.mean(rates)
+    if "hf" in args.parts:
+        result["hf"] = hf_part(model, args.tokens, args.repeats)
+    batch = None
+    if {"update", "scoring"} & set(args.parts):
+        batch = update_speed.record_batch(trainers["fp32"], update_speed.batch_path(args))
+    if "update" in args.parts:
+        result["update"] = update_part(args, trainers, batch, args.repeats, gemm_rate)
+    if "scoring" in args.parts:
+        result["scoring"] = scoring_part(trainers, batch, args.repeats)
+    if "iteration" in args.parts:
+        result["iteration"] = iteration_part(trainers, args.repeats)
+    for trainer in trainers.values():
+        trainer.close()
+    result["loadavg_after"] = os.getloadavg()
+    print(f"load average {result['loadavg_before'][0]:.2f} -> {result['loadavg_after'][0]:.2f}; "
+          f"threads {torch.get_num_threads()}, OMP_WAIT_POLICY {flags['omp_wait_policy']}")
+    update_speed.write_result(args.out, result)
+    return 0
+
+
+if __name__ == "__main__":
+    from seedbench import threads
+
+    threads.configure()  # the wait policy the seedbench command would choose, before torch loads
+    sys.exit(main())
