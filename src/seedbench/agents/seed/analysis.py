@@ -124,8 +124,9 @@ def _bare(skill: str) -> str:
 _ECHOED_SKILLS = frozenset(_bare(text) for text in (SKILL_EXAMPLE, SKILL_PLACEHOLDER))
 
 
-def _balanced_objects(text: str) -> list[str]:
-    """Every top-level ``{...}`` substring whose braces balance, skipping braces inside quoted strings."""
+def _top_level_objects(text: str) -> tuple[list[tuple[int, int]], int]:
+    """The ``(start, end)`` of every top-level ``{...}`` whose braces balance, and the start of a top-level
+    ``{`` left open at the end of the text (-1 if none); braces inside quoted strings do not count."""
     found, depth, start, quote, escaped = [], 0, -1, "", False
     for index, char in enumerate(text):
         if quote:
@@ -145,32 +146,21 @@ def _balanced_objects(text: str) -> list[str]:
         elif char == "}" and depth > 0:
             depth -= 1
             if depth == 0:
-                found.append(text[start : index + 1])
-    return found
+                found.append((start, index))
+    return found, (start if depth > 0 else -1)
+
+
+def _balanced_objects(text: str) -> list[str]:
+    """Every top-level ``{...}`` substring whose braces balance, skipping braces inside quoted strings."""
+    return [text[start : end + 1] for start, end in _top_level_objects(text)[0]]
 
 
 def _cut_object(text: str) -> list[str]:
     """The object that an answer cut off by its token budget leaves open: for the last top-level ``{``
     that never closes, its prefix up to the end of each complete ``"key": value`` pair, closed with ``}``,
     longest first. A value cut mid-string is not complete, so a skill cut mid-sentence is never kept."""
-    depth, start, quote, escaped = 0, -1, "", False
-    for index, char in enumerate(text):  # where the unclosed top-level object starts, if any
-        if quote:
-            if escaped:
-                escaped = False
-            elif char == "\\":
-                escaped = True
-            elif char == quote:
-                quote = ""
-            continue
-        if char in "\"'" and depth > 0:
-            quote = char
-        elif char == "{":
-            start = index if depth == 0 else start
-            depth += 1
-        elif char == "}" and depth > 0:
-            depth -= 1
-    if depth == 0 or start < 0:
+    start = _top_level_objects(text)[1]
+    if start < 0:
         return []
     body = text[start:]
     cuts, depth, quote, escaped, value_string, last = [], 0, "", False, False, ""
