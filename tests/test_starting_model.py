@@ -87,3 +87,12 @@ def test_a_failed_build_leaves_no_cached_checkpoint_and_no_run(tmp_path, monkeyp
     assert rc == 2 and err.count("\n") == 1 and "has no scripted expert" in err
     assert not (tmp_path / "run").exists()
     assert not [p for p in (cache / "starting_models").iterdir()]
+
+
+def test_an_unknown_annotator_is_one_line_before_any_build(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("SEEDBENCH_CACHE", str(tmp_path / "cache"))
+    rc = cli_main(["run", "--env", "frozenlake", "--model", "tiny", "--set", "warm_start.demos=2",
+                   "analyzer_sft.annotator=hindsite", "--output", str(tmp_path / "run")])
+    err = capsys.readouterr().err
+    assert rc == 2 and err.count("\n") == 1 and "analyzer_sft.annotator: unknown 'hindsite'" in err
+    assert not (tmp_path / "run").exists() and not (tmp_path / "cache" / "starting_models").exists()

@@ -664,6 +664,18 @@ def build_config(yaml_path: str | Path | None = None, overrides: dict[str, Any] 
     return validate_config(config, check_host=check_host)
 
 
+RULE_ANNOTATORS = ("hindsight", "oracle", "scripted")
+"""The rule-based annotators of SEED's stage 1 (`seedbench.agents.seed.annotators`); the others are
+``hf:<model>``, ``openai:<model>`` or a local model folder."""
+
+
+def _check_annotator(spec: str) -> None:
+    """``analyzer_sft.annotator`` names an annotator, checked before a warm start is built in front of it."""
+    if spec and spec not in RULE_ANNOTATORS and not spec.startswith(("hf:", "openai:")) and not Path(spec).exists():
+        raise ConfigError(f"analyzer_sft.annotator: unknown {spec!r}; use one of {', '.join(RULE_ANNOTATORS)}, "
+                          "hf:<model path or hub id>, openai:<model> or a local model folder (empty = no stage 1)")
+
+
 def validate_config(config: RunConfig, *, check_host: bool = True) -> RunConfig:
     """Check a run config completely before anything loads or is written, and resolve the step cap.
 
@@ -690,6 +702,7 @@ def validate_config(config: RunConfig, *, check_host: bool = True) -> RunConfig:
     algo = agent_config(config)
     _check_budgets(config, algo)
     _check_rollout_is(config)
+    _check_annotator(config.analyzer_sft.annotator)
     from seedbench.tracking import check_track
 
     config.track = check_track(config.track, installed=check_host)
