@@ -142,15 +142,21 @@ def parse_config(argv: list[str] | None) -> Stage1Config:
     if "env" not in overrides and not (recipe and load_yaml(recipe).get("env")):
         raise ConfigError("sft-analyzer needs the env: pass --env NAME or a --config recipe that sets env")
     run = build_config(recipe, overrides)
-    config = Stage1Config(env=run.env, model=dataclasses.replace(run.model), seed=run.seed,
-                          history_length=run.rollout.history_length, max_steps=run.rollout.max_steps,
-                          env_kwargs={k: v for k, v in run.env_kwargs.items() if k != "max_steps"},
-                          run_overrides=run_overrides)
-    config = apply_config_flags(config, args)
+    config = apply_config_flags(stage1_of_run(run, run_overrides=run_overrides), args)
     entry = resolve_env(config.env)
     config.max_steps, config.env_kwargs = resolve_step_cap(entry.alias, env_class(entry), config.max_steps,
                                                            config.env_kwargs)
     return config
+
+
+def stage1_of_run(run: Any, **fields: Any) -> Stage1Config:
+    """The stage-1 fields that must match the RL run they prepare (env, its kwargs, model, seed, step cap,
+    history), taken from run config `run`; `fields` sets the others. The step cap stays in `max_steps`
+    alone, as for a command line, so the env kwargs never carry a second copy of it."""
+    shared = dict(env=run.env, model=dataclasses.replace(run.model), seed=run.seed,
+                  history_length=run.rollout.history_length, max_steps=run.rollout.max_steps,
+                  env_kwargs={k: v for k, v in run.env_kwargs.items() if k != "max_steps"})
+    return Stage1Config(**{**shared, **fields})
 
 
 class StageError(Exception):
@@ -180,13 +186,11 @@ def build_for_run(config: Any, base_name: str, output: Path) -> Path:
     `seedbench.training.starting_model`): the run's env, kwargs, prompt limits, engine and seed, from
     `base_name`, into ``output/model``."""
     settings = config.analyzer_sft
-    stage1 = Stage1Config(
-        env=config.env, env_kwargs=dict(config.env_kwargs), annotator=settings.annotator,
-        model=dataclasses.replace(config.model, name=base_name), output=str(output), tasks=settings.tasks,
-        group_size=settings.group_size, temperature=settings.temperature, max_new_tokens=config.rollout.max_new_tokens,
-        max_steps=config.rollout.max_steps, history_length=config.rollout.history_length, epochs=settings.epochs,
-        lr=settings.lr, batch_size=settings.batch_size, grad_accum=settings.grad_accum, seed=config.seed,
-        engine=config.engine)
+    stage1 = stage1_of_run(
+        config, model=dataclasses.replace(config.model, name=base_name), annotator=settings.annotator,
+        output=str(output), tasks=settings.tasks, group_size=settings.group_size, temperature=settings.temperature,
+        max_new_tokens=config.rollout.max_new_tokens, epochs=settings.epochs, lr=settings.lr,
+        batch_size=settings.batch_size, grad_accum=settings.grad_accum, engine=config.engine)
     return run(stage1, announce=False)
 
 
