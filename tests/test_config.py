@@ -213,3 +213,21 @@ def test_stage1_flags_map_onto_its_typed_config(tmp_path, capsys):
         err = capsys.readouterr().err
         assert message in err and err.count("\n") == 1, err
         assert not out.exists()
+
+
+def test_one_recipe_serves_every_arm_other_agents_algo_keys_are_left_out(tmp_path):
+    """SEED's analysis budget in a shared recipe is not an error for GRPO (the fair baseline runs the same
+    file); the GRPO config lacks it and a real typo still fails."""
+    from seedbench.config import agent_config, other_agents_algo_keys
+
+    recipe = tmp_path / "r.yaml"
+    recipe.write_text("algo:\n  analysis_max_new_tokens: 99\n  clip_eps: 0.3\n")
+    grpo = build_config(recipe, {"env": "choice", "agent": "grpo", "model": {"name": "tiny"}})
+    assert other_agents_algo_keys(grpo) == ["analysis_max_new_tokens"]
+    algo = agent_config(grpo)
+    assert algo.clip_eps == 0.3 and not hasattr(algo, "analysis_max_new_tokens")
+    seed = build_config(recipe, {"env": "choice", "agent": "seed", "model": {"name": "tiny"}})
+    assert other_agents_algo_keys(seed) == [] and agent_config(seed).analysis_max_new_tokens == 99
+    recipe.write_text("algo:\n  analysis_max_new_tokns: 99\n")
+    with pytest.raises(ConfigError, match="unknown config key 'algo.analysis_max_new_tokns'"):
+        build_config(recipe, {"env": "choice", "agent": "grpo", "model": {"name": "tiny"}})

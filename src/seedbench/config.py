@@ -725,8 +725,30 @@ def agent_config(config: RunConfig) -> Any:
 
     entry = resolve_agent(config.agent)
     agent_cfg = agent_class(entry.factory, config.agent).Config()
-    update_dataclass(agent_cfg, {**entry.overrides, **config.algo}, "algo.")
+    own = {f.name for f in fields(agent_cfg)}
+    foreign = set(other_agents_algo_keys(config))
+    algo = {k: v for k, v in config.algo.items() if k in own or k not in foreign}
+    update_dataclass(agent_cfg, {**entry.overrides, **algo}, "algo.")
     return check_dataclass(agent_cfg, "algo.")
+
+
+def other_agents_algo_keys(config: RunConfig) -> list[str]:
+    """The ``algo`` keys of `config` that its agent does not have but another registered agent does.
+
+    One recipe serves every arm of a comparison (SEED and GRPO from the same checkpoints, the fair
+    baseline), so SEED's analysis budget in a recipe is not an error for ``--agent grpo``: it is left out
+    of that agent's config (the caller says so). A key no registered agent knows is still a typo."""
+    from seedbench.registry import agent_entries, resolve_agent
+
+    own_entry = resolve_agent(config.agent)
+    own = {f.name for f in fields(agent_class(own_entry.factory, config.agent).Config())}
+    others: set[str] = set()
+    for name, entry in agent_entries().items():
+        try:
+            others |= {f.name for f in fields(agent_class(entry.factory, name).Config())}
+        except Exception:  # a broken plugin agent must not break every other agent's config
+            continue
+    return sorted(k for k in config.algo if k not in own and k in others)
 
 
 def episode_limits(config: RunConfig, env: Any) -> tuple[int, int]:

@@ -21,7 +21,7 @@ import torch
 from seedbench import __version__
 from seedbench.agents.base import Agent, AgentConfig, AgentContext, MiniBatch, PreparedUpdate, TrainSample
 from seedbench.config import (ConfigError, RunConfig, agent_class, agent_config, episode_limits, to_dict,
-                              validate_config)
+                              other_agents_algo_keys, validate_config)
 from seedbench.engines.base import SamplingParams, env_stop
 from seedbench.progress import progress_bar
 from seedbench.registry import make_env, resolve_agent, resolve_env
@@ -64,6 +64,10 @@ class Trainer:
         self.config = config
         # [distributed] one process, or one rank of a torchrun group (seedbench.training.distributed)
         self.dist = distributed.from_environment(config.distributed.strategy)
+        foreign = other_agents_algo_keys(config)
+        if foreign:
+            self._say(f"note: {', '.join('algo.' + k for k in foreign)} belong to other agents than "
+                      f"{config.agent}; left out of its config")
         entry = resolve_env(config.env)
         self.env_entry = entry
         # The recipe's warm start and stage 1 are built (or found in the cache) before anything is written;
