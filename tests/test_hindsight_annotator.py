@@ -102,7 +102,7 @@ def test_generic_rules_without_an_env_hook():
         '8 steps (1, 2, 3, 4, 5, 6, ...) gave no valid action (step 1 answered "um")')
     skill = parse_analysis(json.dumps(make_annotator("hindsight", make_env=never_make_env).analyse(stuck))).skill
     assert skill == ("In this episode, pull at step 4 ended the episode in failure. Avoid playing pull from the state "
-                     "you were in at step 4; warning sign: the observation of step 4 coming back.")
+                     "of step 4; warning sign: that state coming back.")
 
 
 def test_loop_free_path_cuts_detours():
@@ -123,6 +123,11 @@ def test_frozenlake_facts_name_the_hole_and_the_goal():
                      "moving up at step 1 bumped into the edge and stayed at (0, 0)"]
     analysis = make_annotator("hindsight", make_env=never_make_env, env_cls=FrozenLakeEnv).analyse(fell)
     assert analysis["episode_skill"].startswith("In this episode, moving down at step 3 walked into the hole at (1, 1).")
+    # the env's facts already tell how it ended and that step 1 went nowhere: the generic "down at step 3
+    # ended the episode" and "up at step 1 changed nothing" are not repeated
+    assert analysis["episode_summary"] == (
+        "Failure: the agent did not complete the task in 3 step(s) (0 invalid). Moving down at step 3 walked into "
+        "the hole at (1, 1). Moving up at step 1 bumped into the edge and stayed at (0, 0).")
     reached = play("frozenlake", ["down", "down", "right", "left", "right", "right", "down", "right"],
                    options={"desc": FROZEN_MAP})
     assert reached.won

@@ -81,6 +81,14 @@ CATALOGUE: list[EnvEntry] = [
                     "test_large split: 6x6",
     ),
     EnvEntry(
+        alias="frozenlake-neighbours",
+        env_id="seedbench/FrozenLakeNeighbours-v0",
+        entry_point="seedbench.envs.frozenlake:FrozenLakeEnv",
+        description="FrozenLake 4x4 whose text also names the four tiles next to the player (an easier "
+                    "variant: the CPU quick start's env)",
+        kwargs={"show_neighbours": True},
+    ),
+    EnvEntry(
         alias="frozenlake-8x8",
         env_id="seedbench/FrozenLake8x8-v0",
         entry_point="seedbench.envs.frozenlake:FrozenLakeEnv",

@@ -17,7 +17,11 @@ Action grammar
 Observation
     Text: the map, one row per line, tiles separated by spaces, the player as ``P`` (Gymnasium's ``ansi``
     render marks the player only with a colour escape code, which a text policy cannot see once the
-    codes are stripped; this is that render with the player written in), then a legend. ``up`` is
+    codes are stripped; this is that render with the player written in), then a legend. With
+    ``show_neighbours=True`` (alias ``frozenlake-neighbours``; not in any reference) a line between the map
+    and the legend names the four tiles one move away (``Next to you: left edge, down H, right F, up F.``),
+    so the decision at each step can be read locally instead of by finding ``P`` in the grid: the easier
+    variant the CPU quick start learns on. ``up`` is
     towards the first line. Image: ``info["image"]``, a ``frame_size`` x ``frame_size`` (default 192)
     uint8 RGB frame drawn here with Pillow (Gymnasium's ``rgb_array`` needs pygame): ice light blue,
     holes dark blue, the start grey, the goal gold, the player a red disc; tiles are
@@ -31,7 +35,7 @@ Registered ids
     ``seedbench/FrozenLake-v0`` (alias ``frozenlake``): 4x4 maps, p = 0.8, not slippery; splits ``train``
     and ``test`` (4x4) and ``test_large`` (``large_size``, default 6x6: the size-shift generalization
     split). ``frozenlake-8x8`` trains and tests on 8x8 maps with 10x10 as the shift. Kwargs: ``size``,
-    ``large_size``, ``p``, ``is_slippery``, ``max_steps``, ``frame_size``, ``projection``.
+    ``large_size``, ``p``, ``is_slippery``, ``max_steps``, ``frame_size``, ``projection``, ``show_neighbours``.
 Data source
     Procedural; no files. Map ``frozenlake-{split}-{seed}`` is drawn by ``generate_random_map`` from a seed
     derived from (seed, split name); the train and test splits are disjoint sets of maps (a hash of the
@@ -55,6 +59,7 @@ from seedbench.envs.text_env import TextEnv
 ACTIONS: tuple[str, ...] = ("left", "down", "right", "up")  # Gymnasium's action order
 MOVES = {"left": (0, -1), "down": (1, 0), "right": (0, 1), "up": (-1, 0)}
 LEGEND = "Legend: P player, S start, F frozen ice (safe), H hole, G goal."
+NEIGHBOURS_PREFIX = "Next to you:"
 TASK = "walk from the start S to the goal G without falling into a hole H"
 TILE_COLOURS = {"F": (180, 220, 245), "H": (20, 40, 90), "S": (200, 200, 200), "G": (240, 190, 40)}
 PLAYER_COLOUR = (220, 30, 30)
@@ -138,9 +143,22 @@ def render_map(desc: list[str], player: tuple[int, int]) -> str:
                      for r, row in enumerate(desc))
 
 
+def neighbours_line(desc: list[str], player: tuple[int, int]) -> str:
+    """``Next to you: left edge, down H, right F, up F.``: the four tiles one move away, in the action
+    order, read off the visible map (``show_neighbours``)."""
+    r, c = player
+    words = []
+    for action in ACTIONS:
+        dr, dc = MOVES[action]
+        inside = 0 <= r + dr < len(desc) and 0 <= c + dc < len(desc[0])
+        words.append(f"{action} {desc[r + dr][c + dc] if inside else 'edge'}")
+    return f"{NEIGHBOURS_PREFIX} {', '.join(words)}."
+
+
 def _map_rows(observation: str) -> list[list[str]] | None:
     """The map of an observation as rows of tiles (the player as ``P``), or None when it is not one."""
-    rows = [line.split() for line in observation.splitlines() if line.strip() and not line.startswith("Legend")]
+    rows = [line.split() for line in observation.splitlines()
+            if line.strip() and not line.startswith(("Legend", NEIGHBOURS_PREFIX))]
     if not rows or len({len(r) for r in rows}) != 1 or any(t not in "SFHGP" or len(t) != 1 for r in rows for t in r):
         return None
     return rows
@@ -174,7 +192,7 @@ class FrozenLakeEnv(TextEnv):
 
     def __init__(self, size: int = 4, large_size: int = 6, p: float = 0.8, is_slippery: bool = False,
                  max_steps: int = 100, frame_size: int = 192, projection: str = "reference",
-                 render_mode: str | None = None):
+                 show_neighbours: bool = False, render_mode: str | None = None):
         super().__init__(render_mode=render_mode)
         _require_pillow()
         try:
@@ -192,6 +210,7 @@ class FrozenLakeEnv(TextEnv):
         self.size, self.large_size, self.p = int(size), int(large_size), float(p)
         self.is_slippery, self.max_steps = bool(is_slippery), int(max_steps)
         self.frame_size = int(frame_size)
+        self.show_neighbours = bool(show_neighbours)
         self.image_shape = (self.frame_size, self.frame_size)
         self.desc: list[str] = []
         self.gym_env = None
@@ -255,6 +274,8 @@ class FrozenLakeEnv(TextEnv):
         return self.desc[r][c]
 
     def _observation(self) -> str:
+        if self.show_neighbours:
+            return f"{render_map(self.desc, self.player)}\n{neighbours_line(self.desc, self.player)}\n{LEGEND}"
         return f"{render_map(self.desc, self.player)}\n{LEGEND}"
 
     def render_image(self) -> np.ndarray:

@@ -23,6 +23,7 @@ The summary states the true outcome first; the skill names this episode's own st
 from __future__ import annotations
 
 import json
+import re
 from collections import Counter
 from dataclasses import dataclass
 from typing import Any, Callable
@@ -165,8 +166,13 @@ def write_analysis(episode: EpisodeRecord, responses: list[str], env_facts: list
                else f"Failure: the agent did not complete the task in {n} step(s)")
     generic = {f.kind: f for f in findings}
     end = generic.get("decisive") or generic.get("fatal") or generic.get("budget")
-    details = [*env_facts[:2], *(f.text for f in findings if f.kind not in ("decisive", "fatal", "budget"))]
-    summary_facts = [*details[: MAX_FACTS_IN_SUMMARY - 1], end.text]
+    # A generic finding about steps an env fact already explains would repeat it in other words, and
+    # near-repeats teach a small analyzer to loop: the env's wording wins.
+    named = {int(i) for fact in env_facts[:2] for i in re.findall(r"\bat step (\d+)\b", fact)}
+    details = [*env_facts[:2], *(f.text for f in findings if f.kind not in ("decisive", "fatal", "budget")
+                                 and not (f.steps and set(f.steps) <= named))]
+    explained = end.kind != "budget" and n in named
+    summary_facts = details[:MAX_FACTS_IN_SUMMARY] if explained else [*details[: MAX_FACTS_IN_SUMMARY - 1], end.text]
     summary = f"{outcome} ({invalid} invalid). " + " ".join(_sentence_case(t) + "." for t in summary_facts)
     if episode.won:
         path = loop_free_path(episode)
@@ -184,8 +190,8 @@ def write_analysis(episode: EpisodeRecord, responses: list[str], env_facts: list
     cause = env_facts[0] if env_facts else mistake.text
     if mistake.kind == "fatal":
         last = episode.steps[-1]
-        avoid = f"playing {last.action} from the state you were in at step {last.index}"
-        warning = f"the observation of step {last.index} coming back"
+        avoid = f"playing {last.action} from the state of step {last.index}"
+        warning = "that state coming back"
     else:
         avoid, warning = _AVOID[mistake.kind]
     skill = f"In this episode, {cause}. Avoid {avoid}; warning sign: {warning}"
