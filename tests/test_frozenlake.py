@@ -136,3 +136,21 @@ def test_speed_benchmark_script_measures_frames_and_success(tmp_path):
     assert results["frozenlake"]["expert_success"] == 1.0 and results["frozenlake"]["expert_success_test_large"] == 1.0
     assert results["ezpoints"]["expert_success"] == 1.0 and results["ezpoints"]["expert_steps"] == 4.0  # a, op, b, =
     assert all(r["reset_ms"] > 0 and r["step_ms"] > 0 and r["frame_ms"] > 0 for r in results.values())
+
+
+def test_neighbours_variant_names_the_four_tiles_next_to_the_player():
+    """`frozenlake-neighbours`: the map, then the tiles one move away in action order (edge outside the
+    map); the hindsight hook still reads the map from such an observation."""
+    from seedbench.envs.hindsight import EpisodeRecord, StepRecord
+    from seedbench.registry import make_env
+
+    env = make_env("frozenlake-neighbours")
+    obs, _ = env.reset(options={"desc": ["SFFF", "FHFH", "FFFH", "HFFG"]})
+    assert obs.splitlines()[4] == "Next to you: left edge, down F, right F, up edge."
+    obs, *_ = env.step("<think>.</think><action>right</action>")
+    assert obs.splitlines()[4] == "Next to you: left S, down H, right F, up edge."
+    fell, *_ = env.step("<think>.</think><action>down</action>")
+    step = StepRecord(index=1, observation=obs, action="down", valid=True, reward=0.0, next_observation=fell)
+    assert FrozenLakeEnv.hindsight_facts(EpisodeRecord(task="t", steps=(step,), won=False, truncated=False)) == [
+        "moving down at step 1 walked into the hole at (1, 1)"]
+    assert "Next to you" not in make_env("frozenlake").reset(seed=1)[0]
