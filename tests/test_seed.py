@@ -195,6 +195,12 @@ def test_every_registered_agent_runs_one_iteration(tmp_path, agent):
         assert "gigpo/anchor_groups" in metrics[0]
     if family:
         assert all(v is None or v == v for v in metrics[0].values() if isinstance(v, float))  # nothing NaN
+        from seedbench.report.data import read_run
+        from seedbench.report.tables import protocol_cards
+
+        fields = protocol_cards([read_run(path)])[0]["fields"]  # the card says where the teacher's context came from
+        assert fields[f"privileged context ({agent})"] == [f"skills: JSONL skill library {_library(tmp_path)} "
+                                                           "(TF-IDF retrieval by task text + first observation)"]
         if not entry.overrides.get("act_skills"):  # a teacher re-scored every step and the term was logged
             assert metrics[0]["distill/teacher_scored_samples"] == 4.0
             term = "rlsd/lambda" if entry.overrides.get("advantage_shaping") else "distill/loss"
