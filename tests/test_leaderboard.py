@@ -329,3 +329,30 @@ def test_paper_names_of_the_seed_ablations_are_aliases_and_boards_show_one_name(
     csv_lines = (boards / "leaderboard.csv").read_text().splitlines()
     paper = [line for line in csv_lines if ",paper-reported," in line]
     assert len(paper) == 1 and ",seed-frozen-analyzer," in paper[0] and "no-self-evolving_tiny" in paper[0]
+
+
+def test_paper_rows_under_different_step_limits_are_never_one_table():
+    from seedbench.leaderboard.build import protocol_text, step_limit_groups
+    from seedbench.leaderboard.catalogue import load_catalogue as moved
+    from seedbench.leaderboard.validate import load_catalogue as kept
+
+    assert moved is kept  # the old import path still works
+    rows = [{"max_steps": 50, "n": 1}, {"max_steps": None, "n": 2}, {"max_steps": 30, "n": 3}, {"max_steps": 50, "n": 4}]
+    assert [(limit, [r["n"] for r in group]) for limit, group in step_limit_groups(rows)] == [
+        (30, [3]), (50, [1, 4]), (None, [2])]
+    assert protocol_text({"max_steps": 30, "seeds": None}) == "step limit 30, seeds ?"
+    catalogue = kept(Path(__file__).parents[1] / "leaderboards")
+    assert not catalogue.problems
+    board = [s for s in catalogue.all_submissions() if s.board_name == "alfworld-v0__qwen2.5-3b__150it"
+             and s.source == "paper-reported"]
+    limits = {s.summary["agent"]: (s.summary.get("protocol") or {}).get("max_steps") for s in board}
+    assert {a: limits[a] for a in ("seed", "sdar", "retire-opd")} == {"seed": 30, "sdar": 50, "retire-opd": None}
+
+
+def test_a_paper_protocol_with_a_wrong_type_is_a_problem():
+    from seedbench.leaderboard.validate import _Checker, _check_paper
+
+    c = _Checker("x/summary.json")
+    _check_paper({"reported": {"eval/reported/success": {"value": 0.5}}, "protocol": {"max_steps": "fifty", "gpus": 8}},
+                 None, c)
+    assert sorted(p.where for p in c.problems) == ["protocol.gpus", "protocol.max_steps"]

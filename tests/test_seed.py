@@ -171,8 +171,11 @@ def test_unknown_analyzer_and_missing_library_are_config_errors(tmp_path):
 def test_every_registered_agent_runs_one_iteration(tmp_path, agent):
     entry = agent_entries()[agent]
     algo = {}
-    if entry.overrides.get("analyzer") == "static" or entry.overrides.get("act_skills"):
+    family = entry.factory.endswith("DistillAgent")  # the distillation family's teachers read skills too
+    if entry.overrides.get("analyzer") == "static" or entry.overrides.get("act_skills") or family:
         algo["skill_library"] = str(_library(tmp_path))
+    if entry.overrides.get("retire"):  # RetireOPD phase 2: the phase-1 teacher and its validation score
+        algo.update(teacher_model="tiny", teacher_success=0.5)
     if agent.startswith("seed"):
         algo["analysis_max_new_tokens"] = 8
     path = train(_config(tmp_path, agent, **algo))
@@ -190,7 +193,19 @@ def test_every_registered_agent_runs_one_iteration(tmp_path, agent):
         assert 0.0 < metrics[0]["seed/gate_mean"] < 1.0
     if agent == "gigpo":
         assert "gigpo/anchor_groups" in metrics[0]
-    if entry.overrides.get("act_skills"):
+    if family:
+        assert all(v is None or v == v for v in metrics[0].values() if isinstance(v, float))  # nothing NaN
+        from seedbench.report.data import read_run
+        from seedbench.report.tables import protocol_cards
+
+        fields = protocol_cards([read_run(path)])[0]["fields"]  # the card says where the teacher's context came from
+        assert fields[f"privileged context ({agent})"] == [f"skills: JSONL skill library {_library(tmp_path)} "
+                                                           "(TF-IDF retrieval by task text + first observation)"]
+        if not entry.overrides.get("act_skills"):  # a teacher re-scored every step and the term was logged
+            assert metrics[0]["distill/teacher_scored_samples"] == 4.0
+            term = "rlsd/lambda" if entry.overrides.get("advantage_shaping") else "distill/loss"
+            assert term in metrics[0]
+    if entry.overrides.get("act_skills") and not family:
         assert metrics[0]["train/samples"] == (0 if agent == "skill-prompt" else 4)
         assert "seed/analysis_success_rate" not in metrics[0]
         episodes = list(read_jsonl(Path(path) / "episodes.jsonl"))

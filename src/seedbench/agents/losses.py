@@ -16,8 +16,17 @@ import torch
 ADVANTAGE_FNS: dict[str, Callable[..., torch.Tensor]] = {}
 
 
+class DuplicateAdvantageError(ValueError):
+    """An advantage function registered under a name another one already holds."""
+
+
 def register_advantage(name: str):
+    """Decorator: register an advantage function under `name`; a taken name raises (nothing is silently
+    replaced). The per-token policy losses have their own registry, `seedbench.agents.policy_losses`."""
+
     def wrap(fn):
+        if name in ADVANTAGE_FNS:
+            raise DuplicateAdvantageError(f"advantage {name!r} is already registered ({ADVANTAGE_FNS[name].__name__})")
         ADVANTAGE_FNS[name] = fn
         return fn
 

@@ -19,7 +19,7 @@ from typing import Sequence
 from seedbench.leaderboard.build import BuildError, build
 from seedbench.leaderboard.schema import Board, Problem, board_key
 from seedbench.leaderboard.submit import SubmitError, submit
-from seedbench.leaderboard.validate import Catalogue, load_catalogue
+from seedbench.leaderboard.catalogue import Catalogue, load_catalogue
 
 __all__ = ["Board", "BuildError", "Catalogue", "Problem", "SubmitError", "board_key", "build", "load_catalogue",
            "main", "submit"]

@@ -23,7 +23,8 @@ from typing import Any
 
 from seedbench.leaderboard.schema import OUTPUT_FILES, Board
 from seedbench.registry import canonical_agent
-from seedbench.leaderboard.validate import Catalogue, Submission, load_catalogue
+from seedbench.leaderboard.catalogue import Catalogue, load_catalogue
+from seedbench.leaderboard.validate import Submission
 from seedbench.report import tables as T
 from seedbench.report.document import (
     Bullets, Document, Section, Table, Text, md_code, md_escape, md_markup, to_markdown,
@@ -83,8 +84,37 @@ def paper_rows(board: Board, subs: list[Submission]) -> list[dict[str, Any]]:
                          "std": math.nan if entry.get("std") is None else float(entry["std"]),
                          "average": entry.get("average", "unknown"), "poi_vs_baseline": math.nan,
                          "poi_low": math.nan, "poi_high": math.nan,
-                         "reproduced": bool(sub.metadata.get("reproduced")), "note": entry.get("note", "")})
+                         "reproduced": bool(sub.metadata.get("reproduced")), "note": entry.get("note", ""),
+                         "max_steps": _paper_protocol(sub).get("max_steps"),
+                         "protocol": protocol_text(_paper_protocol(sub))})
     return rows
+
+
+def _paper_protocol(sub: Submission) -> dict[str, Any]:
+    protocol = sub.summary.get("protocol")
+    return protocol if isinstance(protocol, dict) else {}
+
+
+PROTOCOL_LABELS = (("model", "model"), ("max_steps", "step limit"), ("updates", "updates"),
+                   ("tasks_per_batch", "tasks/batch"), ("group_size", "group"), ("seeds", "seeds"),
+                   ("eval_split", "eval"), ("framework", "framework"), ("framework_commit", "commit"))
+
+
+def protocol_text(protocol: dict[str, Any]) -> str:
+    """One line of a paper row's recorded protocol; fields the paper leaves open read "?"."""
+    if not protocol:
+        return "not recorded"
+    return ", ".join(f"{label} {'?' if protocol.get(key) is None else protocol[key]}"
+                     for key, label in PROTOCOL_LABELS if key in protocol)
+
+
+def step_limit_groups(papers: list[dict[str, Any]]) -> list[tuple[Any, list[dict[str, Any]]]]:
+    """Paper rows grouped by their episode step limit (None: not recorded), smallest limit first: success
+    within 30 steps and within 50 is not one quantity, so the board never puts them in one table."""
+    groups: dict[Any, list[dict[str, Any]]] = {}
+    for row in papers:
+        groups.setdefault(row.get("max_steps"), []).append(row)
+    return sorted(groups.items(), key=lambda item: (item[0] is None, item[0] or 0))
 
 
 def _std(values: list[float]) -> float:
@@ -182,37 +212,54 @@ def board_section(board: Board, subs: list[Submission]) -> Section:
         theirs.add(Text("Copied from the papers, not rerun: other eval task samples, single or few seeds, and "
                         "sometimes macro averages compared with micro ones. Use them as reference points only; "
                         "they are not ranked with the results above."))
-        metrics = [m for m in board.metrics if any(p["metric"] == m for p in papers)]
-        metrics += sorted({p["metric"] for p in papers} - set(metrics))
-        by_sub = {}
-        for p in papers:
-            by_sub.setdefault(p["submission"], {})[p["metric"]] = p
-        header = ["method", "agent"] + [f"{md_escape(_short(m))} %" for m in metrics] + ["source", "notes"]
-        table_rows = []
-        subs_by_name = {s.name: s for s in subs}
-        for name in sorted(by_sub):
-            first = next(iter(by_sub[name].values()))
-            cells = [md_escape(first["method"]), md_escape(first["agent"])]
-            for m in metrics:
-                p = by_sub[name].get(m)
-                if p is None:
-                    cells.append("–")
-                    continue
-                text = T.fmt_pct(p["mean"])
-                if not math.isnan(p["std"]):
-                    text += f" ± {T.fmt_pct(p['std'])}"
-                detail = [md_escape(p["average"])] if p["average"] and p["average"] != "unknown" else []
-                if p["n_seeds"]:
-                    detail.append(f"{p['n_seeds']} seed{'s' if p['n_seeds'] != 1 else ''}")
-                cells.append(text + (f" ({', '.join(detail)})" if detail else ""))
-            sub = subs_by_name[name]
-            where = sub.summary.get("where")
-            cells.append(links(sub.metadata) + (f" {md_escape(where)}" if where else ""))
-            cells.append(md_escape(str(sub.summary.get("notes") or sub.metadata.get("notes") or "").strip()))
-            table_rows.append(cells)
-        theirs.add(Table(header, table_rows, numeric=[False, False] + [True] * len(metrics) + [False, False]))
+        groups = step_limit_groups(papers)
+        if len(groups) > 1:
+            theirs.add(Text("The papers cap episodes at different step limits; rows are grouped by limit and are "
+                            "not comparable across groups."))
+        for limit, group in groups:
+            table = _paper_table(board, group, subs)
+            if len(groups) > 1:
+                title = f"step limit {limit}" if limit is not None else "step limit not stated by the paper"
+                theirs.add(Section(title, [table]))
+            else:
+                theirs.add(table)
     section.add(theirs)
     return section
+
+
+def _paper_table(board: Board, papers: list[dict[str, Any]], subs: list[Submission]) -> Table:
+    """One table of paper rows (all under the same step limit)."""
+    metrics = [m for m in board.metrics if any(p["metric"] == m for p in papers)]
+    metrics += sorted({p["metric"] for p in papers} - set(metrics))
+    by_sub = {}
+    for p in papers:
+        by_sub.setdefault(p["submission"], {})[p["metric"]] = p
+    header = (["method", "agent"] + [f"{md_escape(_short(m))} %" for m in metrics] +
+              ["protocol", "source", "notes"])
+    table_rows = []
+    subs_by_name = {s.name: s for s in subs}
+    for name in sorted(by_sub):
+        first = next(iter(by_sub[name].values()))
+        cells = [md_escape(first["method"]), md_escape(first["agent"])]
+        for m in metrics:
+            p = by_sub[name].get(m)
+            if p is None:
+                cells.append("–")
+                continue
+            text = T.fmt_pct(p["mean"])
+            if not math.isnan(p["std"]):
+                text += f" ± {T.fmt_pct(p['std'])}"
+            detail = [md_escape(p["average"])] if p["average"] and p["average"] != "unknown" else []
+            if p["n_seeds"]:
+                detail.append(f"{p['n_seeds']} seed{'s' if p['n_seeds'] != 1 else ''}")
+            cells.append(text + (f" ({', '.join(detail)})" if detail else ""))
+        sub = subs_by_name[name]
+        cells.append(md_escape(first["protocol"]))
+        where = sub.summary.get("where")
+        cells.append(_links(sub.metadata) + (f" {md_escape(where)}" if where else ""))
+        cells.append(md_escape(str(sub.summary.get("notes") or sub.metadata.get("notes") or "").strip()))
+        table_rows.append(cells)
+    return Table(header, table_rows, numeric=[False, False] + [True] * len(metrics) + [False, False, False])
 
 
 def _nan_low(value: float) -> float:

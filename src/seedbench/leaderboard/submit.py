@@ -17,7 +17,7 @@ from typing import Any, Sequence
 import yaml
 
 from seedbench.leaderboard.schema import METADATA_FILE, SCHEMA, SUMMARY_FILE, Board, slug
-from seedbench.leaderboard.validate import load_catalogue
+from seedbench.leaderboard.catalogue import load_catalogue
 from seedbench.report.data import Run, read_runs
 from seedbench.report.tables import final_eval
 

@@ -28,8 +28,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from seedbench.leaderboard.schema import (
-    FOLDER_RE, MAX_FILE_BYTES, MAX_TOTAL_BYTES, METADATA_FILE, SCHEMA, SOURCES, SUMMARY_FILE, Board, Problem,
-    board_dirs, load_board, slug, submission_dirs,
+    FOLDER_RE, MAX_FILE_BYTES, MAX_TOTAL_BYTES, METADATA_FILE, SCHEMA, SOURCES, SUMMARY_FILE, Board, Problem, slug,
 )
 from seedbench.paths import UnsafePathError, inside
 from seedbench.provenance import task_list_hash
@@ -39,7 +38,11 @@ METADATA_REQUIRED = ("method", "authors", "compute", "reproduced", "source")
 SUMMARY_COMMON = {"schema", "board", "source", "agent", "model", "env", "env_id", "budget", "notes"}
 SUMMARY_SEEDBENCH = SUMMARY_COMMON | {"seedbench_version", "git_hash", "eval_task_hash", "eval_task_ids", "protocol",
                                       "seeds"}
-SUMMARY_PAPER = SUMMARY_COMMON | {"reported", "where"}
+SUMMARY_PAPER = SUMMARY_COMMON | {"reported", "where", "protocol"}
+PAPER_PROTOCOL_INTS = ("max_steps", "updates", "tasks_per_batch", "group_size", "seeds")
+PAPER_PROTOCOL_TEXTS = ("model", "framework", "framework_commit", "eval_split")
+"""A paper row's ``protocol``: what its number was measured under (null = the paper does not say). The
+board groups paper rows by ``max_steps``, since success under another step limit is another quantity."""
 PROTOCOL_REQUIRED = ("num_tasks", "max_steps", "temperature", "data_checksum")
 AVERAGES = ("micro", "macro", "unknown")
 MAX_DEPTH = 32
@@ -441,6 +444,22 @@ def _check_curve(curve: dict[str, Any], where: str, c: _Checker) -> None:
 def _check_paper(s: dict[str, Any], board: Board | None, c: _Checker) -> None:
     for key in sorted(set(s) - SUMMARY_PAPER):
         c.add(key, f"unknown field for a paper-reported row; valid fields: {', '.join(sorted(SUMMARY_PAPER))}")
+    protocol = s.get("protocol")
+    if protocol is not None:
+        if not isinstance(protocol, dict):
+            c.add("protocol", f"expected a mapping of {', '.join(PAPER_PROTOCOL_INTS + PAPER_PROTOCOL_TEXTS)}, "
+                              f"got {_describe(protocol)}")
+        else:
+            for key, value in protocol.items():
+                if key in PAPER_PROTOCOL_INTS:
+                    if value is not None and not (isinstance(value, int) and not isinstance(value, bool) and value >= 1):
+                        c.add(f"protocol.{key}", f"expected a positive integer or null, got {_describe(value)}")
+                elif key in PAPER_PROTOCOL_TEXTS:
+                    if value is not None and not isinstance(value, str):
+                        c.add(f"protocol.{key}", f"expected a string or null, got {_describe(value)}")
+                else:
+                    c.add(f"protocol.{key}", "unknown protocol field; valid: "
+                                             f"{', '.join(PAPER_PROTOCOL_INTS + PAPER_PROTOCOL_TEXTS)}")
     reported = s.get("reported")
     if not isinstance(reported, dict) or not reported:
         c.add("reported", f"expected a mapping metric -> {{value, std, n_seeds, average}}, got {_describe(reported)}")
@@ -511,73 +530,11 @@ def _read_submission(path: Path, root: Path, boards: dict[str, Board]) -> Submis
     return sub
 
 
-@dataclass
-class Catalogue:
-    """Everything under a leaderboards root, validated."""
+def __getattr__(name: str):
+    """`Catalogue` and `load_catalogue` live in `seedbench.leaderboard.catalogue`; importing them from here
+    keeps working."""
+    if name in ("Catalogue", "load_catalogue"):
+        from seedbench.leaderboard import catalogue
 
-    root: Path
-    boards: dict[str, Board]
-    submissions: dict[str, list[Submission]]  # board folder name -> submissions
-    problems: list[Problem]  # board-level problems and every submission's problems
-
-    def all_submissions(self) -> list[Submission]:
-        return [s for name in sorted(self.submissions) for s in self.submissions[name]]
-
-
-def _cross_checks(board: Board, subs: list[Submission], root: Path) -> None:
-    """Seedbench submissions of one board must share the eval task list (when the board pins none)."""
-    reference: tuple[str, dict] | None = None
-    for sub in subs:
-        if sub.source != "seedbench" or not isinstance(sub.summary, dict):
-            continue
-        hashes = sub.summary.get("eval_task_hash")
-        if not isinstance(hashes, dict):
-            continue
-        if reference is None:
-            reference = (sub.name, hashes)
-            continue
-        for split in board.splits:
-            if board.eval_task_hash.get(split):
-                continue  # already compared with the board's pinned hash
-            ours, theirs = hashes.get(split), reference[1].get(split)
-            if ours and theirs and ours != theirs:
-                sub.problems.append(Problem((sub.path / SUMMARY_FILE).relative_to(root).as_posix(),
-                                            f"eval_task_hash.{split}",
-                                            f"mismatched task list: {ours!r} differs from {theirs!r} of "
-                                            f"{reference[0]} on the same board"))
-
-
-def load_catalogue(root: str | Path, only: list[Path] | None = None) -> Catalogue:
-    """Read and validate every board and submission under ``root`` (or only the given folders)."""
-    root = Path(root)
-    if not root.is_dir():
-        raise FileNotFoundError(f"no leaderboards directory at {root}")
-    boards: dict[str, Board] = {}
-    problems: list[Problem] = []
-    board_paths = board_dirs(root)
-    for path in board_paths:
-        board, board_problems = load_board(path, root)
-        problems.extend(board_problems)
-        if board is not None:
-            boards[board.name] = board
-    submissions: dict[str, list[Submission]] = {}
-    for path in board_paths:
-        subs = [read_submission(sub_path, root, boards) for sub_path in submission_dirs(path)]
-        if path.name in boards:
-            _cross_checks(boards[path.name], subs, root)
-        submissions[path.name] = subs
-    if only:
-        wanted = {p.resolve() for p in only}
-        known = {root.resolve(), *(p.resolve() for p in board_paths),
-                 *(s.path.resolve() for subs in submissions.values() for s in subs)}
-        for p in only:
-            if p.resolve() not in known:
-                raise ValueError(f"{p} is not a submission or board folder under {root}; pass "
-                                 "<board>/<date>_<agent>_<model>, a board folder, or nothing for all of them")
-        submissions = {name: [s for s in subs if s.path.resolve() in wanted or s.path.parent.resolve() in wanted]
-                       for name, subs in submissions.items()}
-        problems = [p for p in problems if any((root / p.file).resolve().is_relative_to(w) for w in wanted)]
-    for subs in submissions.values():
-        for sub in subs:
-            problems.extend(sub.problems)
-    return Catalogue(root, boards, submissions, problems)
+        return getattr(catalogue, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

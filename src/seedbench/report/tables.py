@@ -380,6 +380,9 @@ def protocol_cards(runs: Sequence[Run]) -> list[dict[str, Any]]:
             for split in all_splits(group):
                 note(f"task list hash ({split})", run.eval_task_hash.get(split))
             note("iterations", run.config.get("iterations", run.iterations_done))
+            privileged = run.summary.get("privileged") if isinstance(run.summary.get("privileged"), dict) else {}
+            note(f"privileged context ({run.agent})", privileged.get("context", "none"))
+            note(f"teacher ({run.agent})", privileged.get("teacher", "none"))
         cards.append({"env": env, "model": model, "runs": len(group), "fields": fields,
                       "agents": sorted(agents), "seeds": sorted({r.seed for r in group})})
     return cards
