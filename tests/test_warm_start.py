@@ -65,7 +65,9 @@ def test_demos_are_the_rollouts_own_prompts_and_answers_the_env_accepts():
     assert env.splits[0] != env.eval_split
     for demo in demo_set.demos:
         action, valid = env.parse_action(demo.response)
-        assert valid and demo.response == f"<think>Following the plan: {action}.</think><action>{action}</action>"
+        # FrozenLake's expert_thought hook: the tiles next to the player in this very prompt, then the move
+        near = _neighbours_of(demo.content)
+        assert valid and demo.response == f"<think>Next to me: {near}. Go {action}.</think><action>{action}</action>"
     # The real rollout, fed the demo answers, asks exactly the demo prompts and wins every task.
     tasks = sorted({d.task for d in demo_set.demos})
     tasks = [TaskRef(t.split(":")[0], int(t.split(":")[1])) for t in tasks]
@@ -77,6 +79,15 @@ def test_demos_are_the_rollouts_own_prompts_and_answers_the_env_accepts():
     assert engine.prompts == len(demo_set.demos) == sum(len(t.steps) for t in trajectories)
     assert len(engine.answers) == len(demo_set.demos)  # no two demo states share a prompt
     assert any("Below are the most recent 2 observations" in d.content for d in demo_set.demos)  # history shown
+
+
+def _neighbours_of(prompt: str) -> str:
+    """The four tiles next to P in the last map of a FrozenLake prompt, computed here independently."""
+    rows = [line.split() for line in prompt.split("current observation is:\n")[-1].splitlines()[:4]]
+    r, c = next((i, row.index("P")) for i, row in enumerate(rows) if "P" in row)
+    steps = {"left": (0, -1), "down": (1, 0), "right": (0, 1), "up": (-1, 0)}
+    return ", ".join(f"{a} {rows[r + dr][c + dc] if 0 <= r + dr < 4 and 0 <= c + dc < 4 else 'edge'}"
+                     for a, (dr, dc) in steps.items())
 
 
 def test_every_env_with_an_expert_gets_answers_its_parser_reads_back():

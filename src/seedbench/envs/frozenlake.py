@@ -337,6 +337,14 @@ class FrozenLakeEnv(TextEnv):
 
     # -- expert ---------------------------------------------------------------------------------------
 
+    def expert_thought(self, command: str) -> str:
+        """The think text of a demonstration step (``seedbench sft-policy``): the four tiles next to the
+        player, read off the visible map, then the move. Said right before the action, it is the part of
+        the observation the move depends on, so a small model imitating it conditions on the tiles
+        instead of learning the most frequent move."""
+        near = neighbours_line(self.desc, self.player)[len(NEIGHBOURS_PREFIX):].strip().rstrip(".")
+        return f"Next to me: {near}. Go {command}."
+
     def expert_plan(self) -> list[str] | None:
         """Not slippery: the shortest safe path (BFS). Slippery: one step of the policy that maximises the
         probability of reaching the goal (value iteration on Gymnasium's transition table)."""

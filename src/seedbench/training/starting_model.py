@@ -29,6 +29,8 @@ from seedbench.config import RunConfig
 from seedbench.paths import cache_dir
 
 CACHE_FOLDER = "starting_models"
+ANALYZER_SFT_FORMAT = "seedbench.agents.seed.hindsight:ANNOTATION_FORMAT"
+"""The version of the rule-based analyses' wording, part of a stage-1 checkpoint's cache key."""
 ANALYZER_SFT_BUILDER = "seedbench.agents.seed.stage1:build_for_run"
 
 
@@ -76,10 +78,10 @@ def cached_build(kind: str, key: str, build: Callable[[Path], Path]) -> Path:
 
 def warm_start_model(config: RunConfig, base_name: str) -> Path:
     """The behaviour-cloning warm start of `config.warm_start` from `base_name` (built once, cached)."""
-    from seedbench.training.warm_start import warm_start
+    from seedbench.training.warm_start import DEMO_FORMAT, warm_start
 
     settings = dataclasses.asdict(config.warm_start)
-    key = cache_key("warm-start", config, base_name, settings)
+    key = cache_key("warm-start", config, base_name, {**settings, "demo_format": DEMO_FORMAT})
     step = dataclasses.replace(config, model=dataclasses.replace(config.model, name=base_name))
     return cached_build("warm-start", key, lambda out: warm_start(
         step, demos=settings["demos"], epochs=settings["epochs"], lr=settings["lr"],
@@ -91,7 +93,8 @@ def analyzer_sft_model(config: RunConfig, base_name: str) -> Path:
     belongs to SEED's package; it is reached by name, like a registry entry, so core imports no agent."""
     from seedbench.registry import load_object
 
-    settings = {**dataclasses.asdict(config.analyzer_sft), "max_new_tokens": config.rollout.max_new_tokens}
+    settings = {**dataclasses.asdict(config.analyzer_sft), "max_new_tokens": config.rollout.max_new_tokens,
+                "annotation_format": load_object(ANALYZER_SFT_FORMAT)}
     key = cache_key("analyzer-sft", config, base_name, settings)
     build = load_object(ANALYZER_SFT_BUILDER)
     return cached_build("analyzer-sft", key, lambda out: build(config, base_name, out))

@@ -66,11 +66,22 @@ class DemoSet:
     won: int = 0
 
 
+DEMO_FORMAT = 2
+"""Version of the demonstrations' text (`demo_response`); part of a cached warm start's key, so a change of
+wording rebuilds the checkpoints that learned the old one."""
+
+
 def demo_response(env: Any, command: str) -> str:
-    """The answer that plays `command` under the env's projection: a think block, then the action tag
-    (or, for an env whose commands are already tags, the command itself). A `WarmStartError` when the
+    """The answer that plays `command` under the env's projection: a think block (the env's optional
+    ``expert_thought(command)`` hook, which reads only what the agent sees, else "Following the plan"),
+    then the action tag (or, for an env whose commands are already tags, the command itself). A `WarmStartError` when the
     env's own parser reads neither back as `command`."""
-    think = f"<think>Following the plan: {command}.</think>" if "<" not in command else "<think>Following the plan.</think>"
+    thought = getattr(env, "expert_thought", None)
+    text = thought(command) if callable(thought) else None
+    if text:
+        think = f"<think>{text}</think>"
+    else:
+        think = f"<think>Following the plan: {command}.</think>" if "<" not in command else "<think>Following the plan.</think>"
     candidates = [f"{think}{command}", f"{think}<action>{command}</action>"] if command.lstrip().startswith("<") \
         else [f"{think}<action>{command}</action>"]
     for text in candidates:
@@ -144,7 +155,7 @@ def collect_demos(config: RunConfig, alias: str, tokenizer: Any, num_demos: int,
                         live.remove(i)
                         continue
                     ids = episode.prompt()
-                    response = demo_response(spec, plans[i].pop(0))
+                    response = demo_response(envs.envs[episode.index], plans[i].pop(0))  # in its current state
                     steps[i].append(Demo(batch[i].key(), episode.step, episode.content, list(ids), response))
                     (outcome,) = envs.step_many([(episode.index, response)])
                     response_ids = tokenizer(response, add_special_tokens=False)["input_ids"]

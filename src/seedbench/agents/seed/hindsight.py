@@ -36,6 +36,10 @@ RESPONSE_SNIPPET_CHARS = 40
 MAX_FACTS_IN_SUMMARY = 3
 MAX_STEPS_LISTED = 6
 
+ANNOTATION_FORMAT = 2
+"""Version of the analyses' wording (`write_analysis`); part of a cached stage-1 checkpoint's key, so a
+change of wording rebuilds the analyzers trained on the old one."""
+
 EnvFacts = Callable[[EpisodeRecord], list[str]]
 
 
