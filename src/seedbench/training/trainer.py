@@ -32,11 +32,11 @@ from seedbench.training.run_state import load_checkpoint, save_checkpoint
 from seedbench.training.update import PolicyUpdate
 
 # Names plugins, tests and benchmarks import from here.
-from seedbench.training.build import build_agent, choose_rollout, make_env_batch, ROLLOUT_SCHEDULERS  # noqa: F401, E402
-from seedbench.training.evaluator import Evaluator, before_after, success_table  # noqa: F401, E402
-from seedbench.training.rng import rng_isolated as _rng_isolated  # noqa: F401, E402
-from seedbench.seeding import seed_everything as _seed_everything  # noqa: F401, E402
-from seedbench.training.update import dropout_active  # noqa: F401, E402
+from seedbench.training.build import build_agent, choose_rollout, make_env_batch, ROLLOUT_SCHEDULERS  # noqa: F401
+from seedbench.training.evaluator import Evaluator, before_after, success_table  # noqa: F401
+from seedbench.training.rng import rng_isolated as _rng_isolated  # noqa: F401
+from seedbench.seeding import seed_everything as _seed_everything  # noqa: F401
+from seedbench.training.update import dropout_active  # noqa: F401
 
 
 class Trainer:
