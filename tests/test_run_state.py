@@ -15,7 +15,7 @@ from seedbench import jsonio
 from seedbench.config import build_config
 from seedbench.jsonio import DiskFullError, RunFileError, RunFileWarning, append_jsonl, read_jsonl
 from seedbench.training import rundir as rundir_module
-from seedbench.training import trainer as trainer_module
+from seedbench.training import run_state as run_state_module
 from seedbench.training.checkpoint_files import save_torch_atomic
 from seedbench.training.resources import ResourceMeter
 from seedbench.training.rundir import RunDir
@@ -117,7 +117,7 @@ class Killed(BaseException):
 
 
 VOLATILE = ("time/", "_seconds", "_s")
-REAL_WRITES = (rundir_module.append_jsonl, trainer_module.save_torch_atomic, rundir_module.write_json_atomic)
+REAL_WRITES = (rundir_module.append_jsonl, run_state_module.save_torch_atomic, rundir_module.write_json_atomic)
 
 
 def _stable(record: dict) -> dict:
@@ -160,7 +160,7 @@ def _kill_at(monkeypatch, kill_at: int | None, counter: list[int]):
         real_json(path, data)
 
     monkeypatch.setattr(rundir_module, "append_jsonl", append)
-    monkeypatch.setattr(trainer_module, "save_torch_atomic", save)
+    monkeypatch.setattr(run_state_module, "save_torch_atomic", save)
     monkeypatch.setattr(rundir_module, "write_json_atomic", write_json)
 
 

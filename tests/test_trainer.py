@@ -78,7 +78,7 @@ def test_prompt_tokens_never_receive_gradient(tmp_path):
 
     handle = trainer.policy.model.lm_head.register_forward_hook(keep_logits)
     old = [[-1.0] * len(s.response_ids) for s in samples]
-    mb = trainer._micro_batch([0, 1], samples, old, None, True)
+    mb = trainer.updater.micro_batch([0, 1], samples, old, None, True)
     handle.remove()
     assert mb.mask.sum().item() == len(short_response) + len(long_response)
     loss, _ = trainer.agent.loss(mb)

@@ -1,9 +1,9 @@
 """Data-parallel training of one run over several processes (torch.distributed), and its one-process no-op.
 
 Launch with ``torchrun --nproc-per-node N -m seedbench run ...`` (docs/scaling.md). The trainer asks
-`from_environment()` for a `SingleProcess` (no ``WORLD_SIZE`` > 1 in the environment: every method is the
-identity, so one process behaves exactly as before) or a `DataParallel` group, and calls the same methods
-either way:
+`seedbench.training.parallel.from_environment()` for a `SingleProcess` (no ``WORLD_SIZE`` > 1 in the
+environment: every method is the identity, so one process behaves exactly as before) or a `DataParallel`
+group, and calls the same methods either way:
 
 - rollout: `shard_rollout` wraps the rollout function so each rank plays a contiguous share of the task
   list; groups are whole tasks, so a group is never split across ranks and group statistics (GRPO's
@@ -285,14 +285,3 @@ class RunDirReader(RunDir):
     def set_aside_checkpoint(self, path, reason: str) -> None:
         pass
 
-
-def from_environment(strategy: str = "ddp") -> SingleProcess:
-    """Under a launcher that set ``WORLD_SIZE`` > 1 (torchrun, accelerate): `DataParallel` (``ddp``,
-    replicated parameters) or `ShardedDataParallel` (``fsdp``); else `SingleProcess` whatever the strategy."""
-    if int(os.environ.get("WORLD_SIZE", "1")) <= 1:
-        return SingleProcess()
-    if strategy == "fsdp":
-        from seedbench.training.fsdp import ShardedDataParallel
-
-        return ShardedDataParallel()
-    return DataParallel()

@@ -160,7 +160,7 @@ class ShardedDataParallel(DataParallel):
 
 class PassCountingLayout(SampleLayout):
     """A `SampleLayout` that tells its group how many passes this rank and the busiest rank take in each
-    mini-batch (the trainer asks `micro_batches` once per mini-batch, before its passes), so
+    mini-batch (the update asks `micro_batches` once per mini-batch, before its passes), so
     `ShardedDataParallel.all_reduce_grads` knows how many zero-loss passes to add without a collective."""
 
     def __init__(self, lengths, counts, rank, group: ShardedDataParallel):
