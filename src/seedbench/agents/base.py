@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from seedbench.config import NonNegative  # field ranges, checked when the config is parsed
+from seedbench.prompt import PromptLike
 
 if TYPE_CHECKING:  # the contract itself needs neither torch nor the trainer at import time
     import torch
@@ -61,7 +62,8 @@ class TrainSample:
     """One env step ready for the update. Per-token extras (e.g. SEED's teacher log-probs) live in
     `extras`, aligned with `response_ids`; every sample of an update has the same extras keys."""
 
-    prompt_ids: list[int]
+    prompt_ids: PromptLike
+    """The step's prompt as it was sampled from (a `seedbench.prompt.Prompt` when it shows images)."""
     response_ids: list[int]
     advantage: float
     traj_index: int

@@ -8,7 +8,9 @@ Token-in/token-out: the trainer trains on exactly the ids an engine sampled, nev
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Protocol, Sequence, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
+
+from seedbench.prompt import PromptLike
 
 
 @dataclass
@@ -42,7 +44,7 @@ class GenerationEngine(Protocol):
 
     name: str
 
-    def generate(self, prompts: list[list[int]], params: SamplingParams) -> list[Generation]: ...
+    def generate(self, prompts: list[PromptLike], params: SamplingParams) -> list[Generation]: ...
 
     def sync_weights(self) -> None: ...
 
@@ -55,7 +57,7 @@ class StreamingEngine(Protocol):
     scheduler (and ``rollout.scheduler: auto``) tells it from a batch-only engine (`seedbench.engines.hf.HFEngine`).
     """
 
-    def submit(self, request_id: str, prompt_ids: Sequence[int], params: SamplingParams) -> None:
+    def submit(self, request_id: str, prompt_ids: PromptLike, params: SamplingParams) -> None:
         """Queue one generation; its result comes back from a later `poll` under `request_id`."""
 
     def poll(self) -> list[tuple[str, Generation]]:

@@ -247,7 +247,7 @@ class SEEDAgent(GRPOAgent):
 
         tokenizer = self.context.policy.tokenizer
         rescored = [i for i, s in enumerate(samples) if skill_of_traj[s.traj_index] is not None]
-        # Same frames as the acting prompt (a vision policy's PromptIds carries them), so the teacher sees the
+        # Same frames as the acting prompt (a vision policy's `Prompt` carries them), so the teacher sees the
         # images the student saw; the response ids are the identical sampled ones.
         aug_prompts = [render_prompt(tokenizer, insert_skill(steps[i].user_content, skill_of_traj[samples[i].traj_index],
                                                              self.config.skill_block),
