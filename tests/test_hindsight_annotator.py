@@ -196,7 +196,8 @@ def test_the_oracle_reads_env_hooks_not_env_names():
     oracle = make_annotator("oracle", make_env=lambda: Riddle())
     steps = [("A riddle.", "left", "left", True, 0.0)]
     assert oracle.analyse(trajectory(steps, won=False))["episode_skill"] == "Say right, not left."
-    assert oracle.analyse(trajectory(steps, won=True))["episode_skill"] == "Say right; the riddle's answer never changes."
+    won = oracle.analyse(trajectory(steps, won=True))["episode_skill"]
+    assert won == "Say right; the riddle's answer never changes."
     assert not TwoChoiceEnv.has_expert() and SokobanEnv.has_expert() and FrozenLakeEnv.has_expert()
     with pytest.raises(NotImplementedError, match="TwoChoiceEnv has no scripted expert"):
         TwoChoiceEnv().expert_plan()

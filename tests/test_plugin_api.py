@@ -139,7 +139,8 @@ MOVED_MODULES = [
 @pytest.mark.parametrize("old, new, name", MOVED_MODULES)
 def test_a_module_that_became_part_of_a_package_keeps_its_old_path_with_a_warning(old, new, name):
     sys.modules.pop(old, None)
-    with pytest.warns(DeprecationWarning, match=rf"{re.escape(old)} is deprecated .* import from {re.escape(new)} instead"):
+    message = rf"{re.escape(old)} is deprecated .* import from {re.escape(new)} instead"
+    with pytest.warns(DeprecationWarning, match=message):
         module = importlib.import_module(old)
     assert getattr(module, name) is getattr(importlib.import_module(new), name)
 

@@ -60,7 +60,9 @@ class TwoChoiceEnv(TextEnv):
     def oracle_skill(self, won: bool) -> str:
         """The hidden answer, stated outright (SEED's ``oracle`` annotator leaks it on purpose)."""
         other = next(side for side in SIDES if side != self.rewarded)
-        return f"Choose {self.rewarded}: it is the rewarded answer." if won else f"Do not choose {other}; choose {self.rewarded}."
+        if won:
+            return f"Choose {self.rewarded}: it is the rewarded answer."
+        return f"Do not choose {other}; choose {self.rewarded}."
 
     @staticmethod
     def parse_action(text: str) -> tuple[str, bool]:

@@ -1,4 +1,5 @@
-"""Deprecated import path of `seedbench.envs.sokoban.image` (Sokoban's frames), kept for plugins written against it.
+"""Deprecated import path of `seedbench.envs.sokoban.image` (Sokoban's frames),
+kept for plugins written against it.
 
 Importing it warns (`DeprecationWarning`, attributed to the importing module) and gives every name of
 `seedbench.envs.sokoban.image`, the same objects. It will be removed in seedbench 0.3.0.

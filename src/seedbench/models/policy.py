@@ -16,7 +16,7 @@ from typing import Any
 
 from seedbench.config import ConfigError, ModelConfig
 from seedbench.models.checkpoint import checkpoint_checksum, write_marker
-from seedbench.models.checkpoint import checksum_dir as _checksum_dir  # noqa: F401 - re-exported for callers of this module
+from seedbench.models.checkpoint import checksum_dir as _checksum_dir  # noqa: F401 - re-exported
 from seedbench.models.embedded import EMBEDDED_ALIASES
 from seedbench.models.tiny import TINY_NAME
 from seedbench.models.tiny_vlm import TINY_VLM_NAME

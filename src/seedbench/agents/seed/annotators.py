@@ -18,8 +18,8 @@ fine-tuned on. Never hard-wired; chosen with ``seedbench sft-analyzer --annotato
     **Leaks the answer: hint distillation, not hindsight analysis.** Skills copy hidden env data: the
     expert plan from the task's start (`env.expert_plan()`, Sokoban and ALFWorld) or the answer the env
     states outright (`env.oracle_skill`, the choice env's rewarded side); only envs with neither fall back to
-    the trajectory's outcome and actions. A policy fine-tuned on these answers learns to repeat a hint it will not have at test time;
-    use it only as an upper-bound control or a pipeline smoke test.
+    the trajectory's outcome and actions. A policy fine-tuned on these answers learns to repeat a hint it
+    will not have at test time; use it only as an upper-bound control or a pipeline smoke test.
 
 An annotator turns `AnnotationRequest` s into raw answer texts; the caller parses them with the same
 lenient parser stage 2 uses and keeps the parseable ones.

@@ -11,7 +11,8 @@ from __future__ import annotations
 import numpy as np
 
 from seedbench.envs.hindsight import EpisodeRecord
-from seedbench.envs.sokoban.room import ACTIONS, BOX, BOX_ON_TARGET, CHANGE_COORDINATES, PLAYER, TARGET, WALL, parse_room
+from seedbench.envs.sokoban.room import (ACTIONS, BOX, BOX_ON_TARGET, CHANGE_COORDINATES, PLAYER, TARGET, WALL,
+                                         parse_room)
 
 MAX_FACTS = 4
 
