@@ -186,3 +186,15 @@ def test_the_agent_here_is_the_one_in_the_docs():
     here = Path(__file__).read_text()
     assert code.strip() in here
     assert all(line in here for line in imports.splitlines() if line)
+
+
+def test_the_agent_context_names_and_types_every_member():
+    """`AgentContext` is the whole of what an agent gets: named members typed by the classes and protocols they
+    are (no catch-all ``extras`` dict, no ``Any``)."""
+    import dataclasses
+
+    from seedbench.agents.base import AgentContext
+
+    members = {f.name: f.type for f in dataclasses.fields(AgentContext)}
+    assert members == {"policy": "Policy", "engine": "GenerationEngine", "env": "TextEnv", "run_dir": "RunDir",
+                       "config": "RunConfig", "sampling": "SamplingParams | None"}

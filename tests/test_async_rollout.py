@@ -119,6 +119,10 @@ class SubmitEngine(ScriptedEngine):
                 del self.pending[request_id]
         return finished
 
+    def abort(self, request_ids):
+        for request_id in request_ids:
+            self.pending.pop(request_id, None)
+
 
 TASKS = [TaskRef("train", s) for s in (0, 1, 2, 3)]
 

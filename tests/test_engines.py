@@ -203,3 +203,23 @@ def test_continuous_rollout_with_vllm_matches_lockstep_hf(tiny_vllm):
         runs.append([[(s.response_ids, s.action) for s in t.steps] for t in trajectories])
         assert stats.env_steps == sum(len(t.steps) for t in trajectories)
     assert runs[0] == runs[1]
+
+
+def test_the_streaming_contract_is_what_tells_the_schedulers_apart():
+    """`StreamingEngine` declares what the continuous scheduler calls: vLLM's engine has all of it, the HF engine
+    none, and an engine that cannot abort its requests is not streaming (a failed rollout must leave none running)."""
+    from seedbench.engines.base import StreamingEngine
+    from seedbench.engines.vllm import VLLMEngine
+    from seedbench.rollout.continuous import supports_submit
+
+    assert issubclass(VLLMEngine, StreamingEngine) and not issubclass(HFEngine, StreamingEngine)
+
+    class NoAbort:
+        def submit(self, request_id, prompt_ids, params): ...
+        def poll(self): return []
+        def has_unfinished(self): return False
+
+    class WithAbort(NoAbort):
+        def abort(self, request_ids): ...
+
+    assert not supports_submit(NoAbort()) and supports_submit(WithAbort())

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from seedbench.training import experiment as ex
+from seedbench.training import experiments as ex
 
 FAKE = [sys.executable, "-m", "seedbench.report.synthetic"]
 REPO = Path(__file__).resolve().parent.parent
@@ -142,7 +142,7 @@ def test_killed_experiment_resumes_only_what_is_missing(tmp_path):
     output = tmp_path / "e"
     spec = ex.load_spec(spec_path, output)
     driver = textwrap.dedent(f"""
-        from seedbench.training import experiment as ex
+        from seedbench.training import experiments as ex
         spec = ex.load_spec({str(spec_path)!r}, {str(output)!r})
         ex.run_experiment(spec, command_prefix={FAKE!r})
     """)

@@ -187,3 +187,23 @@ def test_distinct_trajectories_get_distinct_skills_and_true_outcomes():
         skills.add(analysis.skill)
     assert len(skills) == len(episodes) == 14
     assert sum(t.won for t in episodes) == 5  # both outcomes are covered
+
+
+def test_the_oracle_reads_env_hooks_not_env_names():
+    """The oracle annotator asks any env for `oracle_skill` and `expert_plan` (`TextEnv`'s defaults: none), so an
+    env it has never heard of gets its stated answer, and TextEnv's default expert says clearly that it has none."""
+    from seedbench.envs.text_env import TextEnv
+
+    class Riddle(TwoChoiceEnv):
+        def oracle_skill(self, won):
+            return "Say right; the riddle's answer never changes." if won else "Say right, not left."
+
+    oracle = make_annotator("oracle", make_env=lambda: Riddle())
+    steps = [("A riddle.", "left", "left", True, 0.0)]
+    assert oracle.analyse(trajectory(steps, won=False))["episode_skill"] == "Say right, not left."
+    won = oracle.analyse(trajectory(steps, won=True))["episode_skill"]
+    assert won == "Say right; the riddle's answer never changes."
+    assert not TwoChoiceEnv.has_expert() and SokobanEnv.has_expert() and FrozenLakeEnv.has_expert()
+    with pytest.raises(NotImplementedError, match="TwoChoiceEnv has no scripted expert"):
+        TwoChoiceEnv().expert_plan()
+    assert TextEnv.oracle_skill(TwoChoiceEnv(), True) is None

@@ -126,3 +126,34 @@ def test_the_docs_projection_examples_are_what_the_parser_does():
     runner.run(test)
     assert (runner.failures, runner.tries) == (0, 5)
     assert "**requires a\n  `<think>…</think>` block**" in DOC.read_text()
+
+
+MOVED_MODULES = [
+    ("seedbench.envs.sokoban_image", "seedbench.envs.sokoban.image", "render_frame"),
+    ("seedbench.envs.boxoban", "seedbench.envs.sokoban.boxoban", "BoxobanEnv"),
+    ("seedbench.envs.sokoban_hindsight", "seedbench.envs.sokoban.hindsight", "sokoban_facts"),
+    ("seedbench.training.experiment", "seedbench.training.experiments", "run_experiment"),
+]
+
+
+@pytest.mark.parametrize("old, new, name", MOVED_MODULES)
+def test_a_module_that_became_part_of_a_package_keeps_its_old_path_with_a_warning(old, new, name):
+    sys.modules.pop(old, None)
+    message = rf"{re.escape(old)} is deprecated .* import from {re.escape(new)} instead"
+    with pytest.warns(DeprecationWarning, match=message):
+        module = importlib.import_module(old)
+    assert getattr(module, name) is getattr(importlib.import_module(new), name)
+
+
+def test_the_sokoban_package_keeps_the_old_modules_names_and_catalogue_entries():
+    import seedbench.envs.sokoban as sokoban
+    from seedbench.envs.sokoban.env import SokobanEnv
+    from seedbench.envs.sokoban.solver import solve
+    from seedbench.models import checkpoint, policy
+
+    assert sokoban.SokobanEnv is SokobanEnv and sokoban.solve is solve and sokoban.WALL == 0
+    assert policy.checkpoint_checksum is checkpoint.checkpoint_checksum  # the old import path of the helper
+    ensure_envs_loaded()
+    for alias in ("sokoban", "sokoban-vision", "sokoban-vision-boxoban"):
+        assert alias in env_entries()
+    assert type(make_env("sokoban")).__mro__[1] is SokobanEnv

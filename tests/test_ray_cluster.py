@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from seedbench.jsonio import read_jsonl
-from seedbench.training import experiment as ex
+from seedbench.training import experiments as ex
 
 ray = pytest.importorskip("ray", reason="pip install 'seedbench[ray]'")
 

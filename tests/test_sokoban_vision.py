@@ -11,10 +11,10 @@ import numpy as np
 import pytest
 
 from seedbench.config import build_config
-from seedbench.envs.boxoban import BoxobanEnv, load_levels, parse_file
+from seedbench.envs.sokoban.boxoban import BoxobanEnv, load_levels, parse_file
 from seedbench.envs.checks import run_checks
 from seedbench.envs.sokoban import BOX, FLOOR, PLAYER, TARGET, WALL, SokobanEnv
-from seedbench.envs.sokoban_image import DEFAULT_TILE_SIZE, PLAYER_ON_TARGET, render_frame, tiles
+from seedbench.envs.sokoban.image import DEFAULT_TILE_SIZE, PLAYER_ON_TARGET, render_frame, tiles
 from seedbench.frames import frame_id, is_blank, read_png
 from seedbench.registry import make_env
 from seedbench.training.rundir import read_jsonl

@@ -118,7 +118,7 @@ def test_view_cli_refuses_a_default_output_folder_that_links_out_of_the_run(tmp_
 
 # -- other files that name paths ----------------------------------------------------------------------------
 def test_experiment_runs_named_after_spec_strings_stay_in_the_output(tmp_path):
-    from seedbench.training import experiment as ex
+    from seedbench.training import experiments as ex
 
     spec = ex.parse_spec({"envs": ["../../../escaped"], "agents": ["grpo"], "budget": {"iterations": 1}},
                          tmp_path, tmp_path / "exp")

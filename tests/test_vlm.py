@@ -134,10 +134,9 @@ def test_text_only_prompts_through_a_vision_model_match_too(big_vlm):
 
 def test_engine_logprob_check_keys_on_the_frames():
     from seedbench.training.logprob_check import sample_key
-    from seedbench.models.vision import PromptIds
+    from seedbench.prompt import Prompt
 
-    a, b = PromptIds([1, 2, 3]), PromptIds([1, 2, 3])
-    a.images, b.images = tuple(_frames(1, seed=0)), tuple(_frames(1, seed=1))
+    a, b = Prompt([1, 2, 3], images=tuple(_frames(1, seed=0))), Prompt([1, 2, 3], images=tuple(_frames(1, seed=1)))
     assert sample_key(a, [4]) != sample_key(b, [4]) and sample_key(a, [4]) == sample_key(a, [4])
     assert sample_key([1, 2, 3], [4])[0] == (1, 2, 3)
 
@@ -218,3 +217,22 @@ def test_cpu_install_has_no_torchvision():
     processor's PIL backend is what seedbench uses."""
     assert importlib.util.find_spec("torchvision") is None
     assert importlib.util.find_spec("qwen_vl_utils") is None
+
+
+def test_a_vision_prompt_is_a_value_not_a_list():
+    """`Prompt` carries ids and images as one read-only value: every ids-only consumer reads it as a sequence
+    of ids (length, indexing, slices as plain ids, list equality), and nothing can swap its frames afterwards."""
+    import dataclasses
+    from collections.abc import Sequence
+
+    from seedbench.models.vision import prompt_images
+    from seedbench.prompt import Prompt
+
+    frame = _frames(1, seed=0)[0]
+    prompt = Prompt([5, 6, 7], images=[frame])
+    assert not isinstance(prompt, list) and isinstance(prompt, Sequence)
+    assert (len(prompt), prompt[1], prompt[1:], list(prompt)) == (3, 6, [6, 7], [5, 6, 7])
+    assert prompt == [5, 6, 7] and prompt == Prompt((5, 6, 7)) and prompt != [5, 6]
+    assert prompt_images(prompt) == (frame,) and prompt_images([5, 6, 7]) == ()
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        prompt.images = ()

@@ -14,7 +14,8 @@ import pytest
 import torch
 
 from seedbench.models.tiny_vlm import TINY_PIXELS, image_processor
-from seedbench.models.vision import IMAGE_PAD, PromptIds, VisionRenderer, resized_frames
+from seedbench.models.vision import IMAGE_PAD, VisionRenderer, resized_frames
+from seedbench.prompt import Prompt
 
 QWEN25_VL_3B = (3136, 12845056)  # min/max pixels in Qwen2.5-VL-3B-Instruct's preprocessor_config.json
 SMOLLM2_VL = (28 * 28, 224 * 224)  # the CPU demo model (seedbench.models.tiny_vlm.smollm2_vl_dir)
@@ -89,8 +90,7 @@ def test_pre_resized_frames_reproduce_the_processors_pixels_bit_for_bit():
             again = image_processor(*bounds)(images=[np.asarray(resized_frames(prompt)[0])], return_tensors="pt")
             assert torch.equal(again["pixel_values"], prompt.pixel_values)
             assert torch.equal(again["image_grid_thw"], prompt.image_grid_thw)
-    malformed = PromptIds([1])
-    malformed.images = (_frame(SOKOBAN),)
+    malformed = Prompt([1], images=(_frame(SOKOBAN),))
     with pytest.raises(ValueError, match="1 frames has 0 image grids"):
         resized_frames(malformed)
 

@@ -233,13 +233,11 @@ def test_a_weight_sync_drops_the_cached_vision_embeddings(fake_vllm):
 
 def test_malformed_placeholder_runs_are_refused_before_vllm():
     from seedbench.engines.vllm import collapse_image_pads
-    from seedbench.models.vision import PromptIds
+    from seedbench.prompt import Prompt
 
-    prompt = PromptIds([1, 9, 9, 9, 9, 2])
-    prompt.image_grid_thw = torch.tensor([[1, 4, 4]])  # 16 patches, merged 2×2 → 4 placeholders
+    prompt = Prompt([1, 9, 9, 9, 9, 2], image_grid_thw=torch.tensor([[1, 4, 4]]))  # 16 patches, merged 2×2 → 4
     assert collapse_image_pads(prompt, 9) == [1, 9, 2]
-    short = PromptIds([1, 9, 9, 9, 2])
-    short.image_grid_thw = prompt.image_grid_thw
+    short = Prompt([1, 9, 9, 9, 2], image_grid_thw=prompt.image_grid_thw)
     with pytest.raises(ValueError, match=r"runs \[3\] do not match .*expected \[4\]"):
         collapse_image_pads(short, 9)
 

@@ -171,7 +171,7 @@ DELEGATED = {
     "sft-analyzer": ("seedbench.agents.seed.stage1:main", "SEED stage 1: analyzer SFT"),
     "sft-policy": ("seedbench.training.warm_start:main",
                    "behaviour-cloning warm start: fine-tune the policy on the env's expert episodes"),
-    "experiment": ("seedbench.training.experiment:main", "run an experiment spec (envs × agents × seeds)"),
+    "experiment": ("seedbench.training.experiments.cli:main", "run an experiment spec (envs × agents × seeds)"),
     "report": ("seedbench.report:main", "build a report from runs or an experiment directory"),
     "leaderboard": ("seedbench.leaderboard:main", "submit | validate | build leaderboards"),
     "serve-retriever": ("seedbench.envs.search.serve:main",

@@ -27,12 +27,15 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from seedbench.config import NonNegative  # field ranges, checked when the config is parsed
+from seedbench.prompt import PromptLike
 
 if TYPE_CHECKING:  # the contract itself needs neither torch nor the trainer at import time
     import torch
 
     from seedbench.config import RunConfig
-    from seedbench.engines.base import SamplingParams
+    from seedbench.engines.base import GenerationEngine, SamplingParams
+    from seedbench.envs.text_env import TextEnv
+    from seedbench.models.policy import Policy
     from seedbench.rollout.types import Trajectory
     from seedbench.training.rundir import RunDir
 
@@ -59,7 +62,8 @@ class TrainSample:
     """One env step ready for the update. Per-token extras (e.g. SEED's teacher log-probs) live in
     `extras`, aligned with `response_ids`; every sample of an update has the same extras keys."""
 
-    prompt_ids: list[int]
+    prompt_ids: PromptLike
+    """The step's prompt as it was sampled from (a `seedbench.prompt.Prompt` when it shows images)."""
     response_ids: list[int]
     advantage: float
     traj_index: int
@@ -129,15 +133,20 @@ class MiniBatch:
 @dataclass
 class AgentContext:
     """What an agent may use: the policy, the engine, an env instance (for its attributes and
-    `parse_action` only), the run directory and a scoring helper."""
+    `parse_action` only), the run directory and a scoring helper. Every member is named and typed; an agent
+    that needs something else builds it from these (SEED's frozen analyzer engine from `policy` and `config`)."""
 
-    policy: Any
-    engine: Any
-    env: Any
+    policy: Policy
+    """The trained model, its tokenizer, device, frozen reference and checksum (`seedbench.models.policy`)."""
+    engine: GenerationEngine
+    """The rollout's engine, for extra generations (`seedbench.engines.base`; vLLM's is also a
+    `seedbench.engines.base.StreamingEngine`)."""
+    env: TextEnv
+    """One env instance of the run's env (its attributes, `parse_action` and hooks)."""
     run_dir: RunDir
     config: RunConfig
-    sampling: SamplingParams
-    extras: dict[str, Any] = field(default_factory=dict)
+    sampling: SamplingParams | None
+    """The rollout's sampling; None where nothing samples (``seedbench eval <run>`` of a saved agent)."""
 
     @property
     def score_temperature(self) -> float:

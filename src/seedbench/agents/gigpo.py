@@ -20,7 +20,7 @@ from typing import Annotated, Any, Literal
 
 import torch
 
-from seedbench.agents.base import PreparedUpdate, TrainSample
+from seedbench.agents.base import AgentContext, PreparedUpdate, TrainSample
 from seedbench.config import NonNegative, Range
 from seedbench.agents.grpo import GRPOAgent, GRPOConfig
 from seedbench.models.vision import frame_id
@@ -92,7 +92,7 @@ class GiGPOAgent(GRPOAgent):
     name = "gigpo"
     Config = GiGPOConfig
 
-    def __init__(self, config: GiGPOConfig, context: Any):
+    def __init__(self, config: GiGPOConfig, context: AgentContext):
         super().__init__(config, context)
         if config.step_adv_norm not in STEP_NORMS:
             raise ValueError(f"algo.step_adv_norm: unknown {config.step_adv_norm!r}; choose one of {STEP_NORMS}")

@@ -8,7 +8,9 @@ Token-in/token-out: the trainer trains on exactly the ids an engine sampled, nev
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
+
+from seedbench.prompt import PromptLike
 
 
 @dataclass
@@ -37,11 +39,35 @@ def env_stop(env: Any) -> dict[str, list[str]]:
 
 
 class GenerationEngine(Protocol):
+    """What every engine offers: whole batches of prompts in, one `Generation` per prompt out, and a way to
+    pick up the trainer's new weights after an update."""
+
     name: str
 
-    def generate(self, prompts: list[list[int]], params: SamplingParams) -> list[Generation]: ...
+    def generate(self, prompts: list[PromptLike], params: SamplingParams) -> list[Generation]: ...
 
     def sync_weights(self) -> None: ...
+
+
+@runtime_checkable
+class StreamingEngine(Protocol):
+    """An engine that also takes requests one at a time (`seedbench.engines.vllm.VLLMEngine`): exactly what the
+    continuous scheduler (`seedbench.rollout.continuous`) calls to let each episode's next request join the
+    running batch as soon as its env step returns. ``isinstance(engine, StreamingEngine)`` is how the
+    scheduler (and ``rollout.scheduler: auto``) tells it from a batch-only engine (`seedbench.engines.hf.HFEngine`).
+    """
+
+    def submit(self, request_id: str, prompt_ids: PromptLike, params: SamplingParams) -> None:
+        """Queue one generation; its result comes back from a later `poll` under `request_id`."""
+
+    def poll(self) -> list[tuple[str, Generation]]:
+        """Advance the running batch by one engine step; the requests that finished in it."""
+
+    def has_unfinished(self) -> bool:
+        """Whether any submitted request has not come back from `poll` yet."""
+
+    def abort(self, request_ids: list[str]) -> None:
+        """Drop these requests (a failed rollout leaves none running in the engine)."""
 
 
 def eos_ids(model: Any, tokenizer: Any) -> list[int]:

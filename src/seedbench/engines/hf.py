@@ -41,6 +41,7 @@ from seedbench.engines.base import Generation, SamplingParams, eos_ids, response
 from seedbench.engines.few_row_linear import weight_major_linears
 from seedbench.models.vision import is_vision_model, placeholder_ids, vision_inputs
 from seedbench.models.weights import frozen_copy, merged_weights
+from seedbench.prompt import PromptLike
 
 
 KV_CACHES = ("dynamic", "static")
@@ -105,10 +106,10 @@ class HFEngine:
             return self.decode_linear == "weight_major"
         return _device_type(self.device) == "cpu"
 
-    def generate(self, prompts: list[list[int]], params: SamplingParams) -> list[Generation]:
+    def generate(self, prompts: list[PromptLike], params: SamplingParams) -> list[Generation]:
         # Sort by length so each batch pads little (and by ids, so identical prompts sit together and can
         # share their prefill); restore the caller's order at the end.
-        order = sorted(range(len(prompts)), key=lambda i: (len(prompts[i]), prompts[i]))
+        order = sorted(range(len(prompts)), key=lambda i: (len(prompts[i]), list(prompts[i])))
         results: list[Generation | None] = [None] * len(prompts)
         for start in range(0, len(order), self.batch_size):
             chunk = order[start : start + self.batch_size]
@@ -116,7 +117,7 @@ class HFEngine:
                 results[index] = generation
         return results  # type: ignore[return-value]
 
-    def _generate_batch(self, prompts: list[list[int]], params: SamplingParams) -> list[Generation]:
+    def _generate_batch(self, prompts: list[PromptLike], params: SamplingParams) -> list[Generation]:
         import torch
         from transformers import LogitsProcessorList
 
@@ -217,7 +218,7 @@ class _LogprobRecorder:
         return torch.stack(self.logprobs, dim=1)
 
 
-def left_padded(prompts: list[list[int]], pad_id: int) -> tuple[Any, Any]:
+def left_padded(prompts: list[PromptLike], pad_id: int) -> tuple[Any, Any]:
     """Token ids [B, width] with each prompt right-aligned after `pad_id`s, and the matching 0/1 mask."""
     import torch
 
@@ -225,7 +226,7 @@ def left_padded(prompts: list[list[int]], pad_id: int) -> tuple[Any, Any]:
     input_ids = torch.full((len(prompts), width), pad_id, dtype=torch.long)
     attention = torch.zeros((len(prompts), width), dtype=torch.long)
     for row, ids in enumerate(prompts):
-        input_ids[row, width - len(ids) :] = torch.tensor(ids, dtype=torch.long)
+        input_ids[row, width - len(ids) :] = torch.tensor(list(ids), dtype=torch.long)
         attention[row, width - len(ids) :] = 1
     return input_ids, attention
 

@@ -18,7 +18,7 @@ What it does differently from `seedbench.engines.hf.HFEngine` and why:
 * **Continuous batching.** Besides ``generate`` (a whole batch), `submit` / `poll` / `has_unfinished`
   expose vLLM's request-level ``add_request`` / ``step`` loop to `seedbench.rollout.continuous`.
 * **Seeded.** The engine seed makes a fixed sequence of requests reproducible.
-* **Vision prompts** (Qwen2.5-VL family, docs/vlm.md). A `seedbench.models.vision.PromptIds` carries its
+* **Vision prompts** (Qwen2.5-VL family, docs/vlm.md). A `seedbench.prompt.Prompt` carries its
   frames and its ``<|image_pad|>`` runs already expanded (one per merged patch), as the trainer's forward
   needs them. vLLM runs its own multimodal processor on a token prompt and expands every placeholder it
   finds, so it must get **one** ``<|image_pad|>`` per image (a pre-expanded run would be expanded again)
@@ -48,6 +48,7 @@ from typing import Any
 from seedbench.engines.base import Generation, SamplingParams, eos_ids, response_length
 from seedbench.models.weights import base_model, merged_weights
 from seedbench.models.vision import is_vision_model, placeholder_ids, prompt_images, renderer_of, resized_frames
+from seedbench.prompt import Prompt, PromptLike
 
 INSTALL_HINT = (
     "vLLM is not installed. On a CUDA machine: pip install 'seedbench[vllm]'. On CPU, in a separate virtual "
@@ -163,7 +164,7 @@ class VLLMEngine:
         return {"limit_mm_per_prompt": {"image": max(1, renderer.max_images), "video": 0}}
 
     # -- the GenerationEngine interface -----------------------------------------------------------
-    def generate(self, prompts: list[list[int]], params: SamplingParams) -> list[Generation]:
+    def generate(self, prompts: list[PromptLike], params: SamplingParams) -> list[Generation]:
         if not prompts:
             return []
         from vllm.inputs import TokensPrompt
@@ -175,7 +176,7 @@ class VLLMEngine:
                 check_expanded_prompt(prompt, output, self.placeholders[0], self.merge_size)
         return [self._generation(output, params) for output in outputs]
 
-    def request(self, prompt: list[int]) -> dict[str, Any]:
+    def request(self, prompt: PromptLike) -> dict[str, Any]:
         """The fields of vLLM's ``TokensPrompt`` for one of our prompts (plain ids for a text prompt)."""
         if self.vision and prompt_images(prompt):
             return vision_request(prompt, self.placeholders[0], self.patch_size, self.merge_size)
@@ -205,7 +206,7 @@ class VLLMEngine:
             reset()
 
     # -- request-level interface for continuous batching (seedbench.rollout.continuous) ----------------
-    def submit(self, request_id: str, prompt_ids: list[int], params: SamplingParams) -> None:
+    def submit(self, request_id: str, prompt_ids: PromptLike, params: SamplingParams) -> None:
         from vllm.inputs import TokensPrompt
 
         self._params[request_id] = params
@@ -300,7 +301,7 @@ def save_for_vllm(model: Any, tokenizer: Any, path: str) -> None:
 
 
 # -- vision prompts --------------------------------------------------------------------------------------
-def collapse_image_pads(prompt: list[int], image_token_id: int, merge_size: int = 2) -> list[int]:
+def collapse_image_pads(prompt: Prompt, image_token_id: int, merge_size: int = 2) -> list[int]:
     """`prompt` with each expanded ``<|image_pad|>`` run reduced to the single placeholder vLLM expands.
 
     Checks that the runs match the prompt's images: one run per frame, of length ``t·h·w / merge²`` (the
@@ -321,14 +322,14 @@ def collapse_image_pads(prompt: list[int], image_token_id: int, merge_size: int 
     return collapsed
 
 
-def vision_request(prompt: list[int], image_token_id: int, patch_size: int = 14, merge_size: int = 2) -> dict[str, Any]:
+def vision_request(prompt: Prompt, image_token_id: int, patch_size: int = 14, merge_size: int = 2) -> dict[str, Any]:
     """vLLM's ``TokensPrompt`` fields for a vision prompt: one placeholder per image, and the frames as
     PIL images at the trainer's resized size (so vLLM's own preprocessing yields the trainer's pixels)."""
     return {"prompt_token_ids": collapse_image_pads(prompt, image_token_id, merge_size),
             "multi_modal_data": {"image": resized_frames(prompt, patch_size)}}
 
 
-def check_expanded_prompt(prompt: list[int], output: Any, image_token_id: int, merge_size: int = 2) -> None:
+def check_expanded_prompt(prompt: Prompt, output: Any, image_token_id: int, merge_size: int = 2) -> None:
     """vLLM returns the prompt as its processor expanded it: it must equal the trainer's ids, or vLLM saw
     other pixels (another resize, other pixel bounds) and its log-probs would not be the trainer's. (An
     output that reports the request's own one-placeholder ids cannot be checked and passes.)"""

@@ -60,7 +60,7 @@ CATALOGUE: list[EnvEntry] = [
     EnvEntry(
         alias="sokoban-vision-boxoban",
         env_id="seedbench/SokobanVisionBoxoban-v0",
-        entry_point="seedbench.envs.boxoban:BoxobanEnv",
+        entry_point="seedbench.envs.sokoban.boxoban:BoxobanEnv",
         description="sokoban-vision on Boxoban level files, split 'hard' (needs env_kwargs.levels or "
                     "$SEEDBENCH_BOXOBAN_LEVELS)",
         kwargs={"image": True},

@@ -27,10 +27,13 @@ import re
 import sys
 import warnings
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from seedbench.envs.contract import RESET_INFO_KEYS, STEP_INFO_KEYS, EnvContractError, short
 from seedbench.frames import frame_id, frame_problem, is_blank
+
+if TYPE_CHECKING:
+    from seedbench.envs.text_env import TextEnv
 
 PROBE_STEPS = 6  # steps of the probe policy whose episode fingerprints a task
 
@@ -80,12 +83,12 @@ def _one_line(err: BaseException) -> str:
 # Playing tasks
 
 
-def _probe_command(env: Any, info: dict, step: int, plan: list[str]) -> str:
+def _probe_command(env: TextEnv, info: dict, step: int, plan: list[str]) -> str:
     """The probe policy: a fixed function of what the env shows, so equal tasks give equal episodes."""
     actions = info.get("admissible_actions")
     if actions:
         return actions[(3 * step) % len(actions)]
-    if hasattr(env, "expert_plan"):
+    if env.has_expert():
         if not plan:
             plan.extend(env.expert_plan() or [])
         if plan:
@@ -351,7 +354,7 @@ class _Checker:
 
     def check_expert(self) -> CheckResult | str:
         env = self.env
-        if not hasattr(env, "expert_plan"):
+        if not env.has_expert():
             return CheckResult("expert", "note", "no expert_plan(): `seedbench eval --agent scripted` is unavailable")
         unsolved = []
         for seed in range(self.expert_tasks):

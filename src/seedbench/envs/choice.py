@@ -57,6 +57,13 @@ class TwoChoiceEnv(TextEnv):
         self._task_id = "choice-0"
         self._won = False
 
+    def oracle_skill(self, won: bool) -> str:
+        """The hidden answer, stated outright (SEED's ``oracle`` annotator leaks it on purpose)."""
+        other = next(side for side in SIDES if side != self.rewarded)
+        if won:
+            return f"Choose {self.rewarded}: it is the rewarded answer."
+        return f"Do not choose {other}; choose {self.rewarded}."
+
     @staticmethod
     def parse_action(text: str) -> tuple[str, bool]:
         """The action tag's payload when there is a tag, else the one side the text names (module

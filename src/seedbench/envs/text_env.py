@@ -72,13 +72,11 @@ class TextEnv(gym.Env):
     good); ``truncated`` is set by the template when ``max_steps`` steps have been taken without
     terminating. The trainer's rollout also stops at ``rollout.max_steps`` when a run sets one.
 
-    Optional hook, not defined here (``hasattr(env, "expert_plan")`` tells whether an env has one):
-    ``expert_plan() -> list[str] | None``, the commands (action payloads, without tags) that solve the
-    task from the current state, or None/[] when none is known. The ``scripted`` eval agent plays it
-    (asking again whenever the plan runs out), `seedbench check-env` requires it to solve a sample of
-    tasks, and SEED's ``oracle`` annotator reads it (so its skills leak the answer). A second optional
-    hook, the static ``hindsight_facts(episode) -> list[str]`` (`seedbench.envs.hindsight`), gives SEED's
-    ``hindsight`` annotator facts about a finished episode read from its own observations.
+    Hooks with defaults: `expert_plan`, the env's scripted expert (the default has none; `has_expert` tells
+    whether a class overrides it), and `oracle_skill`, the answer SEED's ``oracle`` annotator states outright
+    for an env whose answer is a fact rather than a plan (default None). An optional static hook, not defined
+    here, ``hindsight_facts(episode) -> list[str]`` (`seedbench.envs.hindsight`), gives SEED's ``hindsight``
+    annotator facts about a finished episode read from its own observations.
 
     Class attributes read by the prompt builder and the trainer (override per env, per docs/method.md §7):
 
@@ -115,6 +113,26 @@ class TextEnv(gym.Env):
     worker_processes: bool = False
     splits_disjoint: bool = True
     image_shape: tuple[int, int] | None = None
+
+    def expert_plan(self) -> list[str] | None:
+        """The commands (action payloads, without tags) that solve the task from the current state, or None/[]
+        when none is known. The ``scripted`` eval agent plays it (asking again whenever the plan runs out),
+        ``seedbench sft-policy`` clones it, `seedbench check-env` requires it to solve a sample of tasks, and
+        SEED's ``oracle`` annotator reads it (so its skills leak the answer). Default: the env has no expert."""
+        raise NotImplementedError(f"{type(self).__name__} has no scripted expert: it does not override "
+                                  "TextEnv.expert_plan")
+
+    @classmethod
+    def has_expert(cls) -> bool:
+        """Whether the env class overrides `expert_plan` (an override may still raise NotImplementedError for
+        some settings, which callers that play the expert report)."""
+        return cls.expert_plan is not TextEnv.expert_plan
+
+    def oracle_skill(self, won: bool) -> str | None:
+        """The skill SEED's ``oracle`` annotator writes for an episode of the current task that was won or lost,
+        when the env knows its answer as a fact rather than a plan (TwoChoice's rewarded side); None (the
+        default) lets the annotator build the skill from `expert_plan` or from the trajectory."""
+        return None
 
     def __init__(self, render_mode: str | None = None):
         self.observation_space = text_space()

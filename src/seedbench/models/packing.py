@@ -23,7 +23,7 @@ The attention over that structure runs one small attention per run (`seedbench.m
 so its cost is the sum over runs of run length × path length rather than the square of the row; models
 whose attention cannot take it (eager kernels, activation checkpointing) get the equivalent 4-D mask.
 
-Vision prompts (`seedbench.models.vision.PromptIds`) are not packed: their image features are merged at
+Vision prompts (`seedbench.prompt.Prompt`) are not packed: their image features are merged at
 placeholder positions that the packed row would reorder; `forward_logprobs` keeps the padded layout.
 """
 

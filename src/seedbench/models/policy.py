@@ -10,13 +10,13 @@ same network with adapters disabled for LoRA (no second copy of the weights).
 from __future__ import annotations
 
 import contextlib
-import hashlib
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from seedbench.config import ConfigError, ModelConfig
+from seedbench.models.checkpoint import checkpoint_checksum, write_marker
+from seedbench.models.checkpoint import checksum_dir as _checksum_dir  # noqa: F401 - re-exported
 from seedbench.models.embedded import EMBEDDED_ALIASES
 from seedbench.models.tiny import TINY_NAME
 from seedbench.models.tiny_vlm import TINY_VLM_NAME
@@ -102,30 +102,6 @@ def _cpu_has_native_bf16() -> bool:
     return "avx512_bf16" in flags or "amx_bf16" in flags
 
 
-def _checksum_dir(path: Path) -> str:
-    """Hash of the weight files' names and sizes plus config (fast; full hashes of GBs are too slow)."""
-    digest = hashlib.sha256()
-    for file in sorted(path.glob("*")):
-        if file.suffix in (".safetensors", ".bin", ".json"):
-            digest.update(file.name.encode())
-            digest.update(str(file.stat().st_size).encode())
-            if file.suffix == ".json":
-                digest.update(file.read_bytes())
-    return "dir-sha256:" + digest.hexdigest()
-
-
-def checkpoint_checksum(name: str) -> tuple[str, str]:
-    """(source, checksum) of a local checkpoint folder or a hub id."""
-    path = Path(name)
-    if not path.exists():
-        return name, f"hub:{name}"
-    if not (path / "config.json").exists():
-        raise ConfigError(f"model path {path} has no config.json; pass an HF checkpoint directory")
-    marker = path / "seedbench_model.json"
-    checksum = json.loads(marker.read_text())["checksum"] if marker.exists() else _checksum_dir(path)
-    return str(path), checksum
-
-
 def load_policy(config: ModelConfig, *, need_reference: bool = True, seed: int = 0) -> Policy:
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
@@ -187,4 +163,4 @@ def save_policy(policy: Policy, path: Path) -> None:
     renderer = renderer_of(policy.tokenizer)
     if renderer is not None:  # a vision policy: its image processor (preprocessor_config.json) too
         renderer.image_processor.save_pretrained(path)
-    (path / "seedbench_model.json").write_text(json.dumps({"checksum": _checksum_dir(path), "base": policy.checksum}))
+    write_marker(path, policy.checksum)

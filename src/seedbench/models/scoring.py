@@ -34,7 +34,7 @@ def pad_batch(prompts: list[list[int]], responses: list[list[int]], pad_id: int)
     mask = torch.zeros((len(prompts), width_r), dtype=torch.float32)
     for row, (prompt, response) in enumerate(zip(prompts, responses)):
         start, end = width_p - len(prompt), width_p + len(response)
-        input_ids[row, start:end] = torch.tensor(prompt + response, dtype=torch.long)
+        input_ids[row, start:end] = torch.tensor([*prompt, *response], dtype=torch.long)
         attention[row, start:end] = 1
         mask[row, : len(response)] = 1.0
     positions = (attention.cumsum(dim=1) - 1).clamp(min=0)

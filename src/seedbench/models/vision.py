@@ -1,11 +1,11 @@
 """Image observations for vision-language policies (Qwen2.5-VL family): prompts that carry their pixels.
 
-The whole pipeline passes prompts as token-id lists (token-in/token-out, `seedbench.engines.base`). A
-vision prompt is still such a list — its image placeholders already expanded to one ``<|image_pad|>`` per
-merged vision patch — but of the subclass `PromptIds`, which also carries the frames and the processor's
-``pixel_values`` / ``image_grid_thw`` for them. Everything that only needs ids (batching, length sorting,
-the run directory) is unchanged; the engine's generate call and the scoring forward read the pixels off
-the prompt, so old, reference, teacher and current log-probs all see exactly the images the sampler saw.
+The whole pipeline passes prompts as token ids (token-in/token-out, `seedbench.engines.base`). A vision
+prompt is a `seedbench.prompt.Prompt`: its ids — image placeholders already expanded to one ``<|image_pad|>``
+per merged vision patch — with the frames and the processor's ``pixel_values`` / ``image_grid_thw`` for them.
+Everything that only needs ids (batching, length sorting, packing) reads it as a sequence of ids; the
+engine's generate call and the scoring forward read the pixels off the prompt, so old, reference, teacher
+and current log-probs all see exactly the images the sampler saw.
 
 `VisionRenderer` turns (user text, frames) into such a prompt. It is attached to the policy's tokenizer
 (`attach_renderer`), so `seedbench.rollout.prompting.render_prompt` — which every prompt goes through —
@@ -26,6 +26,8 @@ import hashlib
 from dataclasses import dataclass
 from typing import Any, Sequence
 
+from seedbench.prompt import Prompt
+
 RENDERER_ATTR = "seedbench_vision"
 IMAGE_PAD, VIDEO_PAD, VISION_START, VISION_END = "<|image_pad|>", "<|video_pad|>", "<|vision_start|>", "<|vision_end|>"
 VISION_TOKENS = (VISION_START, VISION_END, IMAGE_PAD, VIDEO_PAD)
@@ -33,24 +35,13 @@ TORCHVISION_WARNING = ("torchvision is installed: transformers' vision imports b
                        "pip uninstall -y torchvision")
 
 
-class PromptIds(list):
-    """Prompt token ids plus the images their ``<|image_pad|>`` runs stand for (empty = text prompt).
-
-    ``pixel_values`` [patches, C·T·P·P] and ``image_grid_thw`` [images, 3] are the image processor's
-    outputs for ``images`` in order; they are computed once at render time and reused by every forward."""
-
-    images: tuple = ()
-    pixel_values: Any = None
-    image_grid_thw: Any = None
-
-    def image_key(self) -> str:
-        """Digest of the frames (order included): two prompts with equal ids but different images differ."""
-        return frames_digest(self.images)
+PromptIds = Prompt
+"""Alias of `seedbench.prompt.Prompt`, for code that imports the vision prompt under this name."""
 
 
 def prompt_images(prompt: Sequence[int]) -> tuple:
-    """The frames a prompt carries (``()`` for a plain id list)."""
-    return tuple(getattr(prompt, "images", ()) or ())
+    """The frames a prompt carries (``()`` for plain ids)."""
+    return prompt.images if isinstance(prompt, Prompt) else ()
 
 
 def frame_id(frame: Any) -> str:
@@ -79,7 +70,7 @@ class VisionRenderer:
     def merge_size(self) -> int:
         return int(getattr(self.image_processor, "merge_size", 2))
 
-    def render(self, tokenizer: Any, content: str, images: Sequence[Any]) -> PromptIds:
+    def render(self, tokenizer: Any, content: str, images: Sequence[Any]) -> Prompt:
         import numpy as np
 
         # copies: an env may reuse its frame buffer, and the prompt must keep what the model saw
@@ -90,7 +81,7 @@ class VisionRenderer:
         marks = (VISION_START + IMAGE_PAD + VISION_END) * len(frames)
         messages = [{"role": "user", "content": marks + content}]
         text = tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
-        prompt = PromptIds()
+        pixels = {}
         if frames:
             processed = self.image_processor(images=list(frames), return_tensors="pt")
             grid = processed["image_grid_thw"]
@@ -99,12 +90,11 @@ class VisionRenderer:
                 raise ValueError("the chat template changed the number of image placeholders")
             counts = (grid.prod(dim=-1) // self.merge_size**2).tolist()
             text = pieces[0] + "".join(IMAGE_PAD * int(n) + rest for n, rest in zip(counts, pieces[1:]))
-            prompt.images, prompt.pixel_values, prompt.image_grid_thw = frames, processed["pixel_values"], grid
-        prompt.extend(tokenizer(text, add_special_tokens=False)["input_ids"])
-        return prompt
+            pixels = {"images": frames, "pixel_values": processed["pixel_values"], "image_grid_thw": grid}
+        return Prompt(tokenizer(text, add_special_tokens=False)["input_ids"], **pixels)
 
 
-def resized_frames(prompt: Sequence[int], patch_size: int = 14) -> list:
+def resized_frames(prompt: Prompt, patch_size: int = 14) -> list:
     """The prompt's frames as PIL images at exactly the size the image processor resized them to (its
     ``image_grid_thw`` × `patch_size`), resampled as its PIL backend does (bicubic on uint8).
 
@@ -114,8 +104,8 @@ def resized_frames(prompt: Sequence[int], patch_size: int = 14) -> list:
     is what ``qwen-vl-utils``' ``fetch_image`` does before the processor (tests/test_vlm_resize.py)."""
     from PIL import Image
 
-    grids = [] if getattr(prompt, "image_grid_thw", None) is None else prompt.image_grid_thw.tolist()
-    frames = prompt_images(prompt)
+    grids = [] if prompt.image_grid_thw is None else prompt.image_grid_thw.tolist()
+    frames = prompt.images
     if len(grids) != len(frames):
         raise ValueError(f"a prompt with {len(frames)} frames has {len(grids)} image grids")
     resized = []
@@ -168,7 +158,7 @@ def vision_inputs(prompts: Sequence[Sequence[int]], input_ids: Any, prompt_width
     silently falls back to text-only positions (M-RoPE is wrong for every token after an image)."""
     import torch
 
-    with_images = [p for p in prompts if getattr(p, "pixel_values", None) is not None]
+    with_images = [p for p in prompts if isinstance(p, Prompt) and p.pixel_values is not None]
     if not with_images:
         return {}
     token_types = torch.zeros_like(input_ids, dtype=torch.int)

@@ -12,6 +12,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from seedbench.models.checkpoint import checkpoint_checksum
 from seedbench.models.tiny_vlm import SMOLLM2_VL_NAME, TINY_VLM_NAME
 from seedbench.models.vision import VisionRenderer, attach_renderer, load_image_processor, placeholder_ids
 
@@ -55,8 +56,6 @@ def load_vision_model(name: str, max_images: int, seed: int = 0) -> tuple[Any, A
             path = smollm2_vl_dir()
             source, checksum = str(path), json.loads((path / "seedbench_model.json").read_text())["checksum"]
         else:
-            from seedbench.models.policy import checkpoint_checksum
-
             source, checksum = checkpoint_checksum(name)
         tokenizer = AutoTokenizer.from_pretrained(source)
         processor = load_image_processor(source)

@@ -30,15 +30,15 @@ import time
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from typing import Any, Callable
 
-from seedbench.engines.base import Generation, GenerationEngine, SamplingParams
+from seedbench.engines.base import Generation, GenerationEngine, SamplingParams, StreamingEngine
 from seedbench.envs.batch import EnvBatch, StepResult
 from seedbench.rollout.episode import Episode, EpisodeRules, start_episodes
 from seedbench.rollout.types import RolloutStats, TaskRef, Trajectory
 
 
 def supports_submit(engine: Any) -> bool:
-    """Whether `engine` takes single requests (``submit``/``poll``/``has_unfinished``) for continuous batching."""
-    return all(callable(getattr(engine, name, None)) for name in ("submit", "poll", "has_unfinished"))
+    """Whether `engine` takes single requests (`seedbench.engines.base.StreamingEngine`) for continuous batching."""
+    return isinstance(engine, StreamingEngine)
 
 
 def run_episodes(
@@ -74,7 +74,8 @@ def run_episodes(
 
 
 class _Runner:
-    def __init__(self, envs: EnvBatch, rules: EpisodeRules, engine, params, progress, env_threads: int):
+    def __init__(self, envs: EnvBatch, rules: EpisodeRules, engine: GenerationEngine | StreamingEngine,
+                 params: SamplingParams, progress: Any, env_threads: int):
         self.envs, self.rules, self.engine, self.params, self.progress = envs, rules, engine, params, progress
         self.pool = ThreadPoolExecutor(max_workers=env_threads, thread_name_prefix="seedbench-env") if env_threads > 0 else None
         self.stats = RolloutStats()
@@ -135,8 +136,8 @@ class _Runner:
         episodes = start_episodes(self.envs, tasks, group_size, self.rules, prefix)
         self.stats.env_time_s += time.perf_counter() - t0
         if self.rules.max_steps > 0 and episodes:
-            if supports_submit(self.engine):
-                self._run_continuous(episodes)
+            if isinstance(self.engine, StreamingEngine):
+                self._run_continuous(self.engine, episodes)
             else:
                 self._run_grouped(episodes)
         return [e.trajectory for e in episodes], self.stats
@@ -161,34 +162,35 @@ class _Runner:
                 ready = [e for e in ready if self.pool is None and not e.done]
             ready += self._collect(block=not ready, linger_s=0.5 * last_generation_s)
 
-    def _run_continuous(self, episodes: list[Episode]) -> None:
+    def _run_continuous(self, engine: StreamingEngine, episodes: list[Episode]) -> None:
         """Request-level engines: each episode's next request is submitted as soon as its env returns."""
         waiting: dict[str, Episode] = {}
 
         def submit(episode: Episode) -> None:
             request_id = f"{episode.trajectory.episode_id}/{episode.step}"
             waiting[request_id] = episode
-            self.engine.submit(request_id, episode.prompt(), self.params)
+            engine.submit(request_id, episode.prompt(), self.params)
 
         try:
             for episode in episodes:
                 submit(episode)
-            self._continuous_loop(waiting, submit)
+            self._continuous_loop(engine, waiting, submit)
         except BaseException:
-            if waiting and callable(getattr(self.engine, "abort", None)):
-                self.engine.abort(list(waiting))  # leave no requests running in the engine
+            if waiting:
+                engine.abort(list(waiting))  # leave no requests running in the engine
             raise
 
-    def _continuous_loop(self, waiting: dict[str, Episode], submit: Callable[[Episode], None]) -> None:
+    def _continuous_loop(self, engine: StreamingEngine, waiting: dict[str, Episode],
+                         submit: Callable[[Episode], None]) -> None:
         while waiting or self.in_flight:
-            if self.engine.has_unfinished():
+            if engine.has_unfinished():
                 t0 = time.perf_counter()
-                finished = self.engine.poll()
+                finished = engine.poll()
                 self.stats.generation_time_s += time.perf_counter() - t0
                 for request_id, generation in finished:
                     episode = waiting.pop(request_id)
                     self._start_step(episode, generation)
                     if self.pool is None and not episode.done:
                         submit(episode)
-            for episode in self._collect(block=not self.engine.has_unfinished()):
+            for episode in self._collect(block=not engine.has_unfinished()):
                 submit(episode)

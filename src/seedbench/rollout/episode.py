@@ -19,6 +19,7 @@ from typing import Any, Callable
 
 from seedbench.engines.base import Generation
 from seedbench.envs.batch import EnvBatch, StepResult
+from seedbench.prompt import PromptLike
 from seedbench.rollout.prompting import HistoryItem, build_user_content, render_prompt
 from seedbench.rollout.types import StepSample, TaskRef, Trajectory, task_score
 
@@ -57,7 +58,7 @@ class Episode:
     history: list[HistoryItem] = field(default_factory=list)
     content: str = ""
     """User message of the pending step, as recorded and trained on (after `transform_prompt`)."""
-    prompt_ids: list[int] = field(default_factory=list)
+    prompt_ids: PromptLike = field(default_factory=list)
     frames: list = field(default_factory=list)
     """The frame of each past step (parallel to `history`; None for text envs)."""
 

@@ -18,6 +18,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from seedbench.prompt import PromptLike
+
 TASK_PREFIX = "Your task is to: "
 FORMAT_INSTRUCTION = (
     "Now it's your turn to take an action. You should first reason step-by-step about the current "
@@ -117,10 +119,10 @@ def insert_skill(user_content: str, skill: str, style: str = "reference") -> str
     return user_content + "\n" + block
 
 
-def render_prompt(tokenizer, user_content: str, images: Sequence = ()) -> list[int]:
+def render_prompt(tokenizer, user_content: str, images: Sequence = ()) -> PromptLike:
     """Token ids of the chat-templated prompt, ending with the assistant generation prompt. With `images`
-    (uint8 frames) and a vision policy's tokenizer, a `seedbench.models.vision.PromptIds` that carries
-    them; a text policy's tokenizer ignores them."""
+    (uint8 frames) and a vision policy's tokenizer, a `seedbench.prompt.Prompt` that carries them; a text
+    policy's tokenizer ignores them."""
     from seedbench.models.vision import renderer_of
 
     renderer = renderer_of(tokenizer) if len(images) else None

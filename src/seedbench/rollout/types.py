@@ -9,6 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from seedbench.prompt import PromptLike
+
 
 @dataclass(frozen=True)
 class TaskRef:
@@ -25,7 +27,7 @@ class TaskRef:
 class StepSample:
     step: int
     user_content: str
-    prompt_ids: list[int]
+    prompt_ids: PromptLike
     response_ids: list[int]
     sampled_logprobs: list[float]
     response_text: str

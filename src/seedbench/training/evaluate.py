@@ -181,7 +181,7 @@ def _scripted_choice():
     plans: dict[int, list[str]] = {}
 
     def choose(env, info, step):
-        if not hasattr(env, "expert_plan"):
+        if not env.has_expert():
             raise ConfigError(f"env {type(env).__name__} has no scripted expert (expert_plan)")
         if step == 0 or id(env) not in plans or not plans[id(env)]:
             plans[id(env)] = list(env.expert_plan() or ["noop"])

@@ -48,7 +48,7 @@ def base_identity(name: str) -> str:
     """What a step is built from: a checkpoint this module cached is named by its own key (its folder);
     any other model by its checksum (`checkpoint_checksum`: for a local folder, file names and sizes, which
     two fine-tunes of one model share, so it cannot tell cached steps apart)."""
-    from seedbench.models.policy import checkpoint_checksum
+    from seedbench.models.checkpoint import checkpoint_checksum
 
     path = Path(name)
     if path.parent.parent == cache_dir(CACHE_FOLDER):

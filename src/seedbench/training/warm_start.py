@@ -30,10 +30,13 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from seedbench.config import ConfigError, RunConfig
 from seedbench.training.origin import WARM_START_MARKER
+
+if TYPE_CHECKING:
+    from seedbench.envs.text_env import TextEnv
 
 DEMO_SEED_STREAM = 0x5EED_BC
 """Second entry of the demo task seeds' RNG key (``default_rng([seed, DEMO_SEED_STREAM])``): a stream of
@@ -92,17 +95,16 @@ def demo_response(env: Any, command: str) -> str:
                          f"{candidates[0]!r}; this env cannot be warm-started by sft-policy")
 
 
-def expert_of(env: Any, alias: str):
+def expert_of(env: TextEnv, alias: str):
     """The env's ``expert_plan`` method, or a `WarmStartError` naming the fix when it has none."""
-    plan = getattr(env, "expert_plan", None)
-    if plan is None:
+    if not env.has_expert():
         raise WarmStartError(f"env {alias!r} has no scripted expert (expert_plan), so there are no demonstrations "
                              "to clone; warm-start on an env that has one (`seedbench check-env NAME` says), or "
                              "start `seedbench run` from the base model")
-    return plan
+    return env.expert_plan
 
 
-def check_expert(env: Any, alias: str) -> None:
+def check_expert(env: TextEnv, alias: str) -> None:
     """Ask the expert for a plan on the first training task: an env without one (no ``expert_plan``, or one
     that raises NotImplementedError) fails here, before the model loads."""
     plan = expert_of(env, alias)

@@ -33,7 +33,7 @@ from typing import Any, Literal
 import torch
 
 from seedbench.agents.seed.analysis import Analysis, episode_steps, fit_analyzer_content, parse_analysis
-from seedbench.agents.base import MiniBatch, PreparedUpdate
+from seedbench.agents.base import AgentContext, MiniBatch, PreparedUpdate
 from seedbench.agents.grpo import GRPOAgent, GRPOConfig
 from seedbench.config import ConfigError, Count, NonNegative, Positive
 from seedbench.models.vision import prompt_images
@@ -127,7 +127,7 @@ class SEEDAgent(GRPOAgent):
     name = "seed"
     Config = SEEDConfig
 
-    def __init__(self, config: SEEDConfig, context: Any):
+    def __init__(self, config: SEEDConfig, context: AgentContext):
         super().__init__(config, context)
         if config.analyzer not in ANALYZERS:
             raise ConfigError(f"algo.analyzer: unknown {config.analyzer!r}; choose one of {', '.join(ANALYZERS)}")
@@ -141,6 +141,7 @@ class SEEDAgent(GRPOAgent):
         if config.analyzer == "static" or config.act_skills:
             self.library = self._load_library()
         self._analysis_engine = None
+        self._frozen_tokenizer = None  # the frozen analyzer's tokenizer, set by `_frozen_engine`
         if config.analyzer == "frozen" and config.train:
             self._analysis_engine = self._frozen_engine()
         self._act_skills: dict[str, str] = {}
@@ -153,7 +154,7 @@ class SEEDAgent(GRPOAgent):
         return config.train and config.kl_coef > 0
 
     def _stage1_marker(self) -> dict | None:
-        path = Path(str(getattr(self.context.policy, "source", "")))
+        path = Path(str(self.context.policy.source))
         marker = path / ANALYZER_SFT_MARKER
         if marker.is_file():
             try:
@@ -246,7 +247,7 @@ class SEEDAgent(GRPOAgent):
 
         tokenizer = self.context.policy.tokenizer
         rescored = [i for i, s in enumerate(samples) if skill_of_traj[s.traj_index] is not None]
-        # Same frames as the acting prompt (a vision policy's PromptIds carries them), so the teacher sees the
+        # Same frames as the acting prompt (a vision policy's `Prompt` carries them), so the teacher sees the
         # images the student saw; the response ids are the identical sampled ones.
         aug_prompts = [render_prompt(tokenizer, insert_skill(steps[i].user_content, skill_of_traj[samples[i].traj_index],
                                                              self.config.skill_block),
@@ -303,7 +304,7 @@ class SEEDAgent(GRPOAgent):
             from seedbench.engines.base import SamplingParams
 
             engine = self._analysis_engine or self.context.engine
-            tokenizer = getattr(self, "_frozen_tokenizer", None) or self.context.policy.tokenizer
+            tokenizer = self._frozen_tokenizer or self.context.policy.tokenizer
 
             def count(text: str) -> int:
                 return len(tokenizer(text, add_special_tokens=False)["input_ids"])

@@ -16,10 +16,10 @@ fine-tuned on. Never hard-wired; chosen with ``seedbench sft-analyzer --annotato
     expert plan or any hidden state. For CPU runs of the pipeline with skills that are real hindsight.
 ``oracle`` (alias ``scripted``, which prints a warning)
     **Leaks the answer: hint distillation, not hindsight analysis.** Skills copy hidden env data: the
-    expert plan from the task's start (`env.expert_plan()`, Sokoban and ALFWorld) or the rewarded action
-    (`env.rewarded`, the choice env); only envs with neither fall back to the trajectory's outcome and
-    actions. A policy fine-tuned on these answers learns to repeat a hint it will not have at test time;
-    use it only as an upper-bound control or a pipeline smoke test.
+    expert plan from the task's start (`env.expert_plan()`, Sokoban and ALFWorld) or the answer the env
+    states outright (`env.oracle_skill`, the choice env's rewarded side); only envs with neither fall back to
+    the trajectory's outcome and actions. A policy fine-tuned on these answers learns to repeat a hint it
+    will not have at test time; use it only as an upper-bound control or a pipeline smoke test.
 
 An annotator turns `AnnotationRequest` s into raw answer texts; the caller parses them with the same
 lenient parser stage 2 uses and keeps the parseable ones.
@@ -35,7 +35,10 @@ import urllib.error
 import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Protocol
+from typing import TYPE_CHECKING, Any, Callable, Protocol
+
+if TYPE_CHECKING:
+    from seedbench.envs.text_env import TextEnv
 
 DEFAULT_API_KEY_ENV = "OPENAI_API_KEY"
 BASE_URL_ENV = "SEEDBENCH_ANNOTATOR_BASE_URL"
@@ -81,7 +84,7 @@ class OracleAnnotator:
     kind = "oracle"
     label = ORACLE_LABEL
 
-    def __init__(self, make_env: Callable[[], Any]):
+    def __init__(self, make_env: Callable[[], TextEnv]):
         self.env = make_env()
 
     def check(self) -> None:
@@ -95,16 +98,14 @@ class OracleAnnotator:
         invalid = sum(not s.action_valid for s in traj.steps)
         summary = (f"The agent {'solved' if traj.won else 'did not solve'} the task in {len(traj.steps)} step(s) "
                    f"with {invalid} invalid action(s); its actions were: {', '.join(actions) or 'none'}.")
-        rewarded = getattr(self.env, "rewarded", None)
+        stated = self.env.oracle_skill(traj.won)
         plan = None
-        if hasattr(self.env, "expert_plan"):
+        if self.env.has_expert():
             self.env.reset(seed=traj.task.seed, options={"split": traj.task.split})
             plan = self.env.expert_plan()
         fmt = "Answer every step with exactly one admissible action inside <action></action>."
-        if rewarded is not None:
-            others = [a for a in ("left", "right") if a != rewarded]
-            skill = (f"Choose {rewarded}: it is the rewarded answer." if traj.won else
-                     f"Do not choose {others[0] if others else 'the other side'}; choose {rewarded}.")
+        if stated is not None:
+            skill = stated
         elif plan:
             order = ", ".join(plan)
             if traj.won:

@@ -28,7 +28,7 @@ Observation
     ``up`` is towards the first line.
 Observation (image)
     With ``image=True`` (``sokoban-vision`` and its variants) every reset and step ``info["image"]`` is
-    the same room drawn from tiles (`seedbench.envs.sokoban_image`: brick wall, dark floor, red target
+    the same room drawn from tiles (`seedbench.envs.sokoban.image`: brick wall, dark floor, red target
     ring, wooden box, green box on target, blue player disc, the disc inside the ring for the player on
     a target), ``uint8`` of shape ``image_shape + (3,)`` with ``image_shape = (rows · tile_size, cols ·
     tile_size)``; ``tile_size`` defaults to 56 pixels (a 6×6 room is 336×336, 144 Qwen2.5-VL image
@@ -48,7 +48,7 @@ Registered ids
     ``sokoban-vision-7x7`` (a larger room) and ``sokoban-vision-2boxes`` (6x6, two boxes), both with 30
     steps: 15 is too few for some of their levels (the shortest solutions of 300 sampled test levels
     reach 20 and 23 steps; 0.7 % of 7x7 levels need more than 15);
-    ``sokoban-vision-boxoban`` plays Boxoban level files (`seedbench.envs.boxoban`).
+    ``sokoban-vision-boxoban`` plays Boxoban level files (`seedbench.envs.sokoban.boxoban`).
 Data source
     Procedural; no files. Level ``sokoban-{split}-{seed}`` is generated from a generator seeded with
     (seed, split name), so the same (split, seed) is always the same level (given numpy's Generator
@@ -73,20 +73,17 @@ from __future__ import annotations
 import hashlib
 import re
 import zlib
-from collections import deque
 
 import numpy as np
 
 from seedbench.envs.action_parsing import check_projection, parse_choice
-from seedbench.envs.sokoban_image import DEFAULT_TILE_SIZE, render_frame, tiles
+from seedbench.envs.sokoban.generator import (MAX_GENERATION_ATTEMPTS, P_CHANGE_DIRECTIONS, GenerationError,
+                                              generate_room)
+from seedbench.envs.sokoban.image import DEFAULT_TILE_SIZE, render_frame, tiles
+from seedbench.envs.sokoban.room import (ACTIONS, BOX, BOX_ON_TARGET, CHANGE_COORDINATES, FLOOR, LEGEND, PLAYER,
+                                         TARGET, parse_room, render_room)
+from seedbench.envs.sokoban.solver import solve
 from seedbench.envs.text_env import TextEnv
-
-ACTIONS: tuple[str, ...] = ("up", "down", "left", "right")
-# gym-sokoban's CHANGE_COORDINATES, (row, col) deltas in ACTIONS order.
-CHANGE_COORDINATES: tuple[tuple[int, int], ...] = ((-1, 0), (1, 0), (0, -1), (0, 1))
-
-# gym-sokoban's cell codes (room_fixed uses 0-2, room_state 0-5).
-WALL, FLOOR, TARGET, BOX_ON_TARGET, BOX, PLAYER = 0, 1, 2, 3, 4, 5
 
 # gym-sokoban's SokobanEnv reward constants.
 PENALTY_FOR_STEP = -0.1
@@ -94,272 +91,12 @@ REWARD_BOX_ON_TARGET = 1.0
 PENALTY_BOX_OFF_TARGET = -1.0
 REWARD_FINISHED = 10.0
 
-SYMBOLS = {"wall": "#", "floor": "_", "target": "O", "box": "X", "box_on_target": "*", "player": "P",
-           "player_on_target": "+"}
-LEGEND = "Legend: # wall, _ floor, O target, X box, * box on target, P player, + player on target."
 IMAGE_LEGEND = ("The image shows the same room, one square per cell: red bricks are walls, dark squares floor, a "
                 "red square ring a target, a wooden crate a box, a green crate a box on a target, and the blue "
                 "disc is you.")
 TASK = "push every box onto a target"
 
-# Generator settings from gym-sokoban's room_utils.
-P_CHANGE_DIRECTIONS = 0.35
-GENERATION_TRIES = 4  # topologies tried per generate_room call before it gives up
-REVERSE_PLAY_TTL = 300  # depth limit of the reverse-play DFS
-REVERSE_PLAY_MAX_STATES = 300_000
-MAX_GENERATION_ATTEMPTS = 10_000  # our guard against impossible settings (gym-sokoban retries forever)
-
-_MASKS = (
-    np.array([[0, 0, 0], [1, 1, 1], [0, 0, 0]]),
-    np.array([[0, 1, 0], [0, 1, 0], [0, 1, 0]]),
-    np.array([[0, 0, 0], [1, 1, 0], [0, 1, 0]]),
-    np.array([[0, 0, 0], [1, 1, 0], [1, 1, 0]]),
-    np.array([[0, 0, 0], [0, 1, 1], [0, 1, 0]]),
-)
-_WALK_DIRECTIONS = ((1, 0), (0, 1), (-1, 0), (0, -1))
 _TASK_ID_RE = re.compile(r"^sokoban-(?P<split>[A-Za-z0-9_]+)-(?P<seed>\d+)$")
-
-
-class GenerationError(RuntimeError):
-    """One generation attempt failed (too little floor, or no reverse play moved the boxes)."""
-
-
-# ----------------------------------------------------------------------------------------------------
-# Generator (gym-sokoban room_utils, with an explicit numpy Generator)
-
-
-def room_topology_generation(rng: np.random.Generator, dim: tuple[int, int], p_change_directions: float,
-                             num_steps: int) -> np.ndarray:
-    """Carve floor (1) out of walls (0) with a random walk that stamps one of five 3x3 masks per step."""
-    dim_x, dim_y = dim
-    direction = _WALK_DIRECTIONS[rng.integers(len(_WALK_DIRECTIONS))]
-    position = np.array([rng.integers(1, dim_x), rng.integers(1, dim_y)])  # randint(1, dim - 1), inclusive
-    level = np.zeros(dim, dtype=int)
-    for _ in range(num_steps):
-        if rng.random() < p_change_directions:
-            direction = _WALK_DIRECTIONS[rng.integers(len(_WALK_DIRECTIONS))]
-        position = position + direction
-        position[0] = max(min(position[0], dim_x - 2), 1)
-        position[1] = max(min(position[1], dim_y - 2), 1)
-        mask = _MASKS[rng.integers(len(_MASKS))]
-        start = position - 1
-        level[start[0]:start[0] + 3, start[1]:start[1] + 3] += mask
-    level[level > 0] = FLOOR
-    level[:, [0, dim_y - 1]] = WALL
-    level[[0, dim_x - 1], :] = WALL
-    return level
-
-
-def place_boxes_and_player(rng: np.random.Generator, room: np.ndarray, num_boxes: int) -> np.ndarray:
-    """Put the player (5) and `num_boxes` targets (2, each holding its box at first) on random floor."""
-    rows, cols = np.where(room == FLOOR)
-    if len(rows) <= num_boxes + 1:
-        raise GenerationError(f"not enough free spots (#{len(rows)}) to place 1 player and {num_boxes} boxes")
-    ind = rng.integers(len(rows))
-    room[rows[ind], cols[ind]] = PLAYER
-    for _ in range(num_boxes):
-        rows, cols = np.where(room == FLOOR)
-        ind = rng.integers(len(rows))
-        room[rows[ind], cols[ind]] = TARGET
-    return room
-
-
-def reverse_playing(room_state: np.ndarray, room_structure: np.ndarray, ttl: int = REVERSE_PLAY_TTL,
-                    max_states: int = REVERSE_PLAY_MAX_STATES) -> tuple[np.ndarray, int]:
-    """gym-sokoban's reverse-play DFS: move and pull boxes away from their targets, return the best room.
-
-    An explicit stack replaces the recursion (same visiting order); rooms are flat byte strings.
-    Returns ``(best_room, best_score)``; the score is 0 unless every target is free of boxes and player.
-    """
-    height, width = room_state.shape
-    structure = bytes(room_structure.astype(np.uint8).ravel())
-    start = bytes(room_state.astype(np.uint8).ravel())
-    targets = tuple(i for i, v in enumerate(structure) if v == TARGET)
-    num_targets = len(targets)
-    target_rc = tuple(divmod(t, width) for t in targets)
-    offsets = tuple(dr * width + dc for dr, dc in CHANGE_COORDINATES)
-
-    explored: set[bytes] = set()
-    best_room, best_score = start, -1
-    # (room, box positions in target order, box_swaps, ttl); children pushed reversed = recursion order.
-    stack = [(start, targets, 0, ttl)]
-    while stack:
-        room, boxes, swaps, node_ttl = stack.pop()
-        node_ttl -= 1
-        if node_ttl <= 0 or len(explored) >= max_states or room in explored:
-            continue
-        score = 0
-        if room.count(TARGET) == num_targets:
-            displacement = 0
-            for (tr, tc), pos in zip(target_rc, boxes):
-                r, c = divmod(pos, width)
-                displacement += abs(r - tr) + abs(c - tc)
-            score = swaps * displacement
-        if score > best_score:
-            best_room, best_score = room, score
-        explored.add(room)
-
-        player = room.index(PLAYER)
-        children = []
-        for action in range(8):  # 0-3 pull up/down/left/right, 4-7 plain moves
-            offset = offsets[action % 4]
-            nxt = player + offset
-            if room[nxt] not in (FLOOR, TARGET):
-                continue  # the recursive original visits an already explored copy here
-            new = bytearray(room)
-            new[player] = structure[player]
-            new[nxt] = PLAYER
-            new_boxes, new_swaps = boxes, swaps
-            if action < 4:
-                behind = player - offset
-                if new[behind] in (BOX_ON_TARGET, BOX):
-                    new[player] = BOX_ON_TARGET
-                    new[behind] = structure[behind]
-                    new_boxes = tuple(player if b == behind else b for b in boxes)
-                    new_swaps = swaps + 1  # last_pull_next != parent's last_pull: every pull counts
-            children.append((bytes(new), new_boxes, new_swaps, node_ttl))
-        stack.extend(reversed(children))
-    best = np.frombuffer(best_room, dtype=np.uint8).reshape(height, width).astype(np.int64)
-    return best, max(best_score, 0)
-
-
-def generate_room(rng: np.random.Generator, dim: tuple[int, int] = (13, 13),
-                  p_change_directions: float = P_CHANGE_DIRECTIONS, num_steps: int = 25, num_boxes: int = 3,
-                  tries: int = GENERATION_TRIES) -> tuple[np.ndarray, np.ndarray]:
-    """One gym-sokoban ``generate_room`` call: ``(room_fixed, room_state)``; raises GenerationError."""
-    for _ in range(tries):
-        room = room_topology_generation(rng, dim, p_change_directions, num_steps)
-        room = place_boxes_and_player(rng, room, num_boxes)
-        room_structure = room.copy()
-        room_structure[room_structure == PLAYER] = FLOOR
-        room_state = room.copy()
-        room_state[room_state == TARGET] = BOX
-        room_state, score = reverse_playing(room_state, room_structure)
-        room_state[room_state == BOX_ON_TARGET] = BOX
-        if score > 0:
-            return room_structure, room_state
-    raise GenerationError("generated room with score == 0")
-
-
-# ----------------------------------------------------------------------------------------------------
-# Text (render / parse) and the scripted solver
-
-
-def render_room(room_fixed: np.ndarray, room_state: np.ndarray) -> str:
-    """The grid, one line per row, symbols separated by spaces (keeps columns countable for tokenizers)."""
-    lookup = {WALL: SYMBOLS["wall"], FLOOR: SYMBOLS["floor"], TARGET: SYMBOLS["target"], BOX: SYMBOLS["box"],
-              BOX_ON_TARGET: SYMBOLS["box_on_target"]}
-    lines = []
-    for fixed_row, state_row in zip(room_fixed, room_state):
-        cells = []
-        for fixed, state in zip(fixed_row, state_row):
-            if state == PLAYER:
-                cells.append(SYMBOLS["player_on_target"] if fixed == TARGET else SYMBOLS["player"])
-            else:
-                cells.append(lookup[int(state)])
-        lines.append(" ".join(cells))
-    return "\n".join(lines)
-
-
-_PARSE = {"#": (WALL, WALL), "_": (FLOOR, FLOOR), "O": (TARGET, TARGET), "X": (FLOOR, BOX),
-          "*": (TARGET, BOX_ON_TARGET), "P": (FLOOR, PLAYER), "+": (TARGET, PLAYER)}
-
-
-def parse_room(text: str) -> tuple[np.ndarray, np.ndarray]:
-    """Inverse of `render_room`: ``(room_fixed, room_state)`` from grid text (spaces between cells optional).
-
-    Lines starting with ``Legend`` are ignored. The room must be rectangular, enclosed by walls, have
-    exactly one player and as many boxes as targets (at least one).
-    """
-    rows = []
-    for line in text.strip("\n").splitlines():
-        line = line.rstrip()
-        if not line or line.startswith("Legend"):
-            continue
-        cells = line.split() if " " in line.strip() else list(line.strip())
-        rows.append(cells)
-    if not rows or len({len(r) for r in rows}) != 1:
-        raise ValueError("a Sokoban room must be a non-empty rectangle of cells")
-    try:
-        codes = [[_PARSE[c] for c in row] for row in rows]
-    except KeyError as err:
-        raise ValueError(f"unknown Sokoban symbol {err.args[0]!r}; use {sorted(_PARSE)}") from None
-    room_fixed = np.array([[f for f, _ in row] for row in codes], dtype=np.int64)
-    room_state = np.array([[s for _, s in row] for row in codes], dtype=np.int64)
-    border = np.concatenate([room_fixed[0], room_fixed[-1], room_fixed[:, 0], room_fixed[:, -1]])
-    if (border != WALL).any():
-        raise ValueError("a Sokoban room must be enclosed by walls")
-    if (room_state == PLAYER).sum() != 1:
-        raise ValueError("a Sokoban room needs exactly one player")
-    num_boxes = int(np.isin(room_state, (BOX, BOX_ON_TARGET)).sum())
-    if num_boxes == 0 or num_boxes != int((room_fixed == TARGET).sum()):
-        raise ValueError("a Sokoban room needs at least one box and as many targets as boxes")
-    return room_fixed, room_state
-
-
-def solve(room_state: np.ndarray, room_fixed: np.ndarray | None = None,
-          max_states: int = 1_000_000) -> list[str] | None:
-    """Shortest action list that puts every box on a target, by BFS over (player, box positions).
-
-    `room_state` uses gym-sokoban's codes. It cannot show a target under the player; pass `room_fixed`
-    when that can happen (the env always does). Returns None when the level is unsolvable or the search
-    exceeds `max_states`.
-    """
-    room_state = np.asarray(room_state)
-    height, width = room_state.shape
-    if room_fixed is None:
-        room_fixed = np.where(room_state == WALL, WALL, np.where(np.isin(room_state, (TARGET, BOX_ON_TARGET)),
-                                                                 TARGET, FLOOR))
-    flat_fixed = np.asarray(room_fixed).ravel()
-    flat_state = room_state.ravel()
-    walls = frozenset(np.flatnonzero(flat_fixed == WALL).tolist())
-    targets = frozenset(np.flatnonzero(flat_fixed == TARGET).tolist())
-    player = int(np.flatnonzero(flat_state == PLAYER)[0])
-    boxes = tuple(sorted(np.flatnonzero(np.isin(flat_state, (BOX, BOX_ON_TARGET))).tolist()))
-    offsets = tuple(dr * width + dc for dr, dc in CHANGE_COORDINATES)
-    size = height * width
-
-    def solved(box_tuple):
-        return targets.issubset(box_tuple)
-
-    start = (player, boxes)
-    if solved(boxes):
-        return []
-    parents: dict = {start: None}
-    queue = deque([start])
-    while queue:
-        state = queue.popleft()
-        pos, box_tuple = state
-        box_set = set(box_tuple)
-        for action, offset in enumerate(offsets):
-            nxt = pos + offset
-            if not 0 <= nxt < size or nxt in walls:
-                continue
-            new_boxes = box_tuple
-            if nxt in box_set:
-                behind = nxt + offset
-                if not 0 <= behind < size or behind in walls or behind in box_set:
-                    continue
-                new_boxes = tuple(sorted(behind if b == nxt else b for b in box_tuple))
-            child = (nxt, new_boxes)
-            if child in parents:
-                continue
-            parents[child] = (state, action)
-            if solved(new_boxes):
-                plan = []
-                node = child
-                while parents[node] is not None:
-                    node, act = parents[node]
-                    plan.append(ACTIONS[act])
-                return plan[::-1]
-            if len(parents) >= max_states:
-                return None
-            queue.append(child)
-    return None
-
-
-# ----------------------------------------------------------------------------------------------------
-# The env
 
 
 def _split_of_room(room_fixed: np.ndarray, room_state: np.ndarray, num_splits: int) -> int:
@@ -449,7 +186,7 @@ class SokobanEnv(TextEnv):
             self.instruction = f"{type(self).instruction} {IMAGE_LEGEND}"
 
     def frame(self) -> np.ndarray:
-        """The current room as an RGB frame (`seedbench.envs.sokoban_image.render_frame`)."""
+        """The current room as an RGB frame (`seedbench.envs.sokoban.image.render_frame`)."""
         if self.room_state is None:
             raise RuntimeError("frame() called before reset()")
         return render_frame(self.room_fixed, self.room_state, self.tile_size)
@@ -569,8 +306,8 @@ class SokobanEnv(TextEnv):
     @staticmethod
     def hindsight_facts(episode) -> list[str]:
         """Facts about one finished episode from its grids (`seedbench.envs.hindsight`): pushes onto, off
-        and into corners, blocked moves, where the box ended (`seedbench.envs.sokoban_hindsight`)."""
-        from seedbench.envs.sokoban_hindsight import sokoban_facts
+        and into corners, blocked moves, where the box ended (`seedbench.envs.sokoban.hindsight`)."""
+        from seedbench.envs.sokoban.hindsight import sokoban_facts
 
         return sokoban_facts(episode)
 

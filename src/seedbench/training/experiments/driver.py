@@ -1,0 +1,138 @@
+"""Driving an experiment: plan the runs (skip complete ones, resume partial ones), hand them to an
+executor, record each outcome in ``<output>/experiment.json``, one experiment per output directory."""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+from seedbench.jsonio import write_json_atomic
+from seedbench.training.experiments.local import LocalExecutor, auto_workers, visible_gpus
+from seedbench.training.experiments.ray_executor import RayExecutor
+from seedbench.training.experiments.spec import ExperimentError, ExperimentSpec, RunSpec, expand
+from seedbench.training.experiments.status import Outcome, run_status
+
+
+class _OutputLock:
+    """One experiment at a time per output directory (two drivers would train the same run twice)."""
+
+    def __init__(self, output: Path):
+        self.path = output / ".experiment.lock"
+        self.handle = None
+
+    def __enter__(self):
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.handle = open(self.path, "w")
+        try:
+            import fcntl
+
+            fcntl.flock(self.handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except ImportError:  # no fcntl (Windows): no protection
+            pass
+        except OSError as err:
+            self.handle.close()
+            raise ExperimentError(f"another experiment is running on {self.path.parent}") from err
+        self.handle.write(str(os.getpid()))
+        self.handle.flush()
+        return self
+
+    def __exit__(self, *exc):
+        if self.handle:
+            self.handle.close()
+
+
+def _write_state(spec: ExperimentSpec, runs: list[RunSpec], outcomes: dict[str, Outcome]) -> None:
+    state = {
+        "name": spec.name,
+        "spec": {**asdict(spec), "output": str(spec.output), "agents": [asdict(a) for a in spec.agents]},
+        "runs": [{"run": r.name, "env": r.env, "agent": r.agent, "model": r.model, "seed": r.seed,
+                  "iterations": r.iterations, "dir": str(r.run_dir), "log": str(r.log),
+                  **({k: v for k, v in asdict(outcomes[r.name]).items() if k != "run"} if r.name in outcomes else {})}
+                 for r in runs],
+    }
+    write_json_atomic(spec.output / "experiment.json", state)
+
+
+def run_experiment(
+    spec: ExperimentSpec,
+    *,
+    workers: int | str = 1,
+    ray_address: str | None = None,
+    command_prefix: Sequence[str] | None = None,
+    dry_run: bool = False,
+    echo: Callable[[str], None] = print,
+) -> list[Outcome]:
+    """Run every missing or partial run of ``spec``; returns one `Outcome` per run (skips included)."""
+    runs = expand(spec)
+    plan = [(run, run_status(run)) for run in runs]
+    todo = [(run, status == "partial") for run, status in plan if status != "complete"]
+    done_already = len(plan) - len(todo)
+    resumed = sum(1 for _, resume in todo if resume)
+    echo(f"experiment {spec.name}: {len(runs)} runs in {spec.output}: {done_already} complete, "
+         f"{resumed} to resume, {len(todo) - resumed} to start")
+    outcomes = {run.name: Outcome(run.name, "skipped", "none") for run, status in plan if status == "complete"}
+    if dry_run:
+        for run, status in plan:
+            echo(f"  {status:<8} {run.name}")
+        return [outcomes.get(r.name, Outcome(r.name, "pending", "resume" if s == "partial" else "fresh")) for r, s in plan]
+    if not todo:
+        return [outcomes[r.name] for r in runs]
+
+    if ray_address:
+        executor: Any = RayExecutor(ray_address, spec.gpus_per_run, spec.cpus_per_run, command_prefix, echo)
+    else:
+        gpus = visible_gpus() if spec.gpus_per_run > 0 else []
+        n = auto_workers(spec.cpus_per_run, spec.gpus_per_run, gpus) if workers == "auto" else int(workers)
+        executor = LocalExecutor(n, spec.gpus_per_run, spec.cpus_per_run, command_prefix, echo)
+
+    counter = {"n": 0}
+
+    def on_done(run: RunSpec, resume: bool, returncode: int, seconds: float) -> None:
+        counter["n"] += 1
+        ok = returncode == 0 and run_status(run) == "complete"
+        status = "completed" if ok else ("interrupted" if returncode < 0 or executor_stopped() else "failed")
+        outcomes[run.name] = Outcome(run.name, status, "resume" if resume else "fresh", returncode, round(seconds, 1))
+        echo(f"[{counter['n']}/{len(todo)}] {run.name}: {status} ({'resumed' if resume else 'fresh'}, {seconds:.0f}s)"
+             + ("" if ok else f"; log: {run.log}"))
+        if not ok and returncode >= 0:
+            for line in _tail(run.log, 5):
+                echo(f"    {line}")
+        _write_state(spec, runs, outcomes)
+
+    stopped = {"flag": False}
+
+    def executor_stopped() -> bool:
+        return stopped["flag"]
+
+    def handle_term(signum, frame):  # turn SIGTERM into the same clean stop as Ctrl-C
+        raise KeyboardInterrupt
+
+    previous = None
+    if threading.current_thread() is threading.main_thread():
+        previous = signal.signal(signal.SIGTERM, handle_term)
+    with _OutputLock(spec.output):
+        _write_state(spec, runs, outcomes)
+        try:
+            executor.execute(todo, on_done)
+        except KeyboardInterrupt:
+            stopped["flag"] = True
+            echo("interrupted: stopping running runs; rerun the same command to continue")
+            executor.stop()
+            raise
+        finally:
+            if previous is not None:
+                signal.signal(signal.SIGTERM, previous)
+            _write_state(spec, runs, outcomes)
+    return [outcomes.get(r.name, Outcome(r.name, "interrupted", "none")) for r in runs]
+
+
+def _tail(path: Path, n: int) -> list[str]:
+    try:
+        lines = path.read_text(errors="replace").splitlines()
+    except OSError:
+        return []
+    return [line for line in lines if line.strip()][-n:]

@@ -1,0 +1,41 @@
+"""Where each run of an experiment stands on disk (`run_status`) and how it ended (`Outcome`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import yaml
+
+from seedbench.jsonio import read_json
+from seedbench.training.experiments.spec import ExperimentError, RunSpec
+
+
+def run_status(run: RunSpec) -> str:
+    """``complete`` (summary says so, at the requested budget), ``partial`` (anything on disk) or
+    ``missing``. Raises if the directory holds a different run."""
+    path = run.run_dir
+    if not path.is_dir() or not any(path.iterdir()):
+        return "missing"
+    config = {}
+    if (path / "config.yaml").is_file():
+        try:
+            config = yaml.safe_load((path / "config.yaml").read_text()) or {}
+        except yaml.YAMLError:
+            config = {}
+    for key, expected in (("env", run.env), ("agent", run.agent), ("seed", run.seed)):
+        if key in config and config[key] != expected:
+            raise ExperimentError(f"{path} holds a run with {key}={config[key]!r}, not {expected!r}; "
+                                  "move it away or use another --output")
+    summary = read_json(path / "summary.json")
+    if summary.get("complete") and int(summary.get("iterations_done", -1)) >= run.iterations:
+        return "complete"
+    return "partial"
+
+
+@dataclass
+class Outcome:
+    run: str
+    status: str  # skipped | completed | failed | interrupted
+    action: str  # none | fresh | resume
+    returncode: int | None = None
+    seconds: float = 0.0
