@@ -128,6 +128,13 @@ class TextEnv(gym.Env):
         some settings, which callers that play the expert report)."""
         return cls.expert_plan is not TextEnv.expert_plan
 
+    def expert_thought(self, command: str) -> str | None:
+        """The think text of a demonstration step that plays `command` from the current state, for
+        ``seedbench sft-policy``; written from what the agent sees (the part of the observation the move
+        depends on), so imitating it teaches the policy to read that part. None (the default): the
+        demonstration says "Following the plan"."""
+        return None
+
     def oracle_skill(self, won: bool) -> str | None:
         """The skill SEED's ``oracle`` annotator writes for an episode of the current task that was won or lost,
         when the env knows its answer as a fact rather than a plan (TwoChoice's rewarded side); None (the

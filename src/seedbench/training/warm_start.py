@@ -30,13 +30,11 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from seedbench.config import ConfigError, RunConfig
+from seedbench.envs.text_env import TextEnv
 from seedbench.training.origin import WARM_START_MARKER
-
-if TYPE_CHECKING:
-    from seedbench.envs.text_env import TextEnv
 
 DEMO_SEED_STREAM = 0x5EED_BC
 """Second entry of the demo task seeds' RNG key (``default_rng([seed, DEMO_SEED_STREAM])``): a stream of
@@ -79,8 +77,7 @@ def demo_response(env: Any, command: str) -> str:
     ``expert_thought(command)`` hook, which reads only what the agent sees, else "Following the plan"),
     then the action tag (or, for an env whose commands are already tags, the command itself). A `WarmStartError` when the
     env's own parser reads neither back as `command`."""
-    thought = getattr(env, "expert_thought", None)
-    text = thought(command) if callable(thought) else None
+    text = env.expert_thought(command) if isinstance(env, TextEnv) else None
     if text:
         think = f"<think>{text}</think>"
     else:
