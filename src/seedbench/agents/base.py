@@ -26,12 +26,12 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from seedbench.config import NonNegative  # field ranges, checked when the config is parsed
+from seedbench.config.schema import NonNegative  # field ranges, checked when the config is parsed
 
 if TYPE_CHECKING:  # the contract itself needs neither torch nor the trainer at import time
     import torch
 
-    from seedbench.config import RunConfig
+    from seedbench.config.schema import RunConfig
     from seedbench.engines.base import SamplingParams
     from seedbench.rollout.types import Trajectory
     from seedbench.training.rundir import RunDir
@@ -163,7 +163,8 @@ class Agent(ABC):
     """Base class of every agent; the trainer uses exactly these members.
 
     Subclasses set ``name`` and ``Config`` (a dataclass subclassing `AgentConfig`) and implement
-    `prepare` and `loss`; `needs_reference`, `transform_prompt` and `transform_eval_prompt` have defaults."""
+    `prepare` and `loss`; `check_config`, `needs_reference`, `transform_prompt` and `transform_eval_prompt`
+    have defaults."""
 
     name: ClassVar[str] = ""
     Config: ClassVar[type[AgentConfig]] = AgentConfig
@@ -171,6 +172,13 @@ class Agent(ABC):
     def __init__(self, config: AgentConfig, context: AgentContext):
         self.config = config
         self.context = context
+
+    @classmethod
+    def check_config(cls, run_config: RunConfig, config: AgentConfig) -> None:
+        """Cross-field checks of this agent's settings against the run config, made when the config is
+        validated (`seedbench.config.validate_config`), before anything loads or is written. `config` is the
+        agent's ``algo`` config, its fields already checked one by one. Raise
+        `seedbench.config.ConfigError` with a one-line message naming the field and the fix. Default: none."""
 
     @classmethod
     def needs_reference(cls, config: AgentConfig) -> bool:
