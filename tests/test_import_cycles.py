@@ -68,16 +68,21 @@ def test_a_long_chain_closes_one_component(import_cycles):
     assert len(component) == n and "lone" not in component
 
 
-def test_no_import_cycle_includes_a_config_module(import_cycles):
-    graph = import_cycles.build_graph()
+@pytest.fixture(scope="module")
+def seedbench_graph(import_cycles):
+    return import_cycles.build_graph()
+
+
+def test_no_import_cycle_includes_a_config_module(import_cycles, seedbench_graph):
+    graph = seedbench_graph
     assert {"seedbench.config", "seedbench.config.schema", "seedbench.config.resolve"} <= set(graph.modules)
     through_config = [c for c in import_cycles.cycles(graph) if any(m.startswith("seedbench.config") for m in c)]
     assert through_config == []
 
 
-def test_the_config_schema_and_error_import_nothing_from_seedbench(import_cycles):
+def test_the_config_schema_and_error_import_nothing_from_seedbench(seedbench_graph):
     """Agents, envs and plugins annotate their fields with the schema's types; what those modules import
     must not reach back into the resolver."""
-    edges = import_cycles.build_graph().edges()
+    edges = seedbench_graph.edges()
     assert edges["seedbench.config.schema"] == set() and edges["seedbench.config.errors"] == set()
     assert edges["seedbench.config.fields"] == {"seedbench.config.errors", "seedbench.config.schema"}
