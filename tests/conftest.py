@@ -1,8 +1,8 @@
 """Shared fixtures, and the two test tiers.
 
 The quick tier (``python -m pytest -m "not slow"``) holds the unit tests: no training or evaluation run end
-to end, no subprocess or worker process, no server, no embedded or real model (the random tiny model is
-fine), none of ALFWorld's TextWorld games, and about a second or less each on a 2-core machine. Everything
+to end, no subprocess or worker process, no embedded or real model (the random tiny model is fine), none
+of ALFWorld's TextWorld games, and about a second or less each on a 2-core machine. Everything
 else is marked ``slow`` here, by file (`SLOW_FILES`) or by test function (`SLOW_TESTS`, every parameter of
 it), or with ``@pytest.mark.slow`` in the test file. ``bash scripts/test.sh`` (CI) runs both tiers.
 docs/contributing.md says how to choose.
