@@ -25,7 +25,6 @@ tiny test model always computes in fp32 (exact tests), so ``--model tiny`` exerc
 
 from __future__ import annotations
 
-import argparse
 import copy
 import os
 import random
@@ -116,7 +115,7 @@ def gemm_part(config, tokens: int, repeats: int) -> dict:
         operands = {"fp32": (a32, b32), "bf16": (a32.bfloat16(), b32.bfloat16())}
         inner = max(3, min(200, int(2e10 // (2 * m * k * n))))  # up to ~20 GFLOP per timing
 
-        def run(dtype, a_b=operands):
+        def run(dtype, a_b=operands, inner=inner):
             a, b = a_b[dtype]
             t0 = time.perf_counter()
             for _ in range(inner):

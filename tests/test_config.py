@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from seedbench.agents.grpo import GRPOAgent
 from seedbench.cli import main
 from seedbench.config import ConfigError, RunConfig, build_config, describe, field_docs
 from seedbench.training.rundir import read_jsonl
@@ -46,6 +47,8 @@ def _hf_dir(tmp_path, context: int) -> Path:
     (["--set", "vllm.gpu_memory_utilization=1.5"], "vllm.gpu_memory_utilization: 1.5 is out of range; must be in (0, 1]"),
     (["--agent", "seed", "--engine", "vllm", "--set", "vllm.max_model_len=1024"],
      "algo.analysis_max_prompt_tokens + algo.analysis_max_new_tokens = 4096 + 256 exceeds the context length 1024 (vllm.max_model_len)"),
+    # stage 1 may precede any agent's run (GRPO from the stage-1 checkpoint is SEED's fair baseline)
+    (["--set", "analyzer_sft.annotator=hindsite"], "analyzer_sft.annotator: unknown 'hindsite'; use one of hindsight, "),
 ])
 def test_invalid_config_is_one_line_and_writes_nothing(tmp_path, capsys, argv, message):
     out = tmp_path / "run"
@@ -62,8 +65,10 @@ def test_seed_budgets_are_checked_against_a_local_checkpoints_context(tmp_path):
     fits = build_config(overrides={"env": "choice", "agent": "seed", "model": {"name": str(ckpt)},
                                    "algo": {"analysis_max_prompt_tokens": 1792, "analysis_max_new_tokens": 256}})
     assert fits.algo["analysis_max_prompt_tokens"] == 1792
-    # static skills are retrieved, not generated: no analysis budget to fit
+    # static skills are retrieved, not generated, and an agent that does not train analyses nothing: no
+    # analysis budget to fit
     build_config(overrides={"env": "choice", "agent": "seed-static-skills", "model": {"name": str(ckpt)}})
+    build_config(overrides={"env": "choice", "agent": "seed", "model": {"name": str(ckpt)}, "algo": {"train": False}})
     with pytest.raises(ConfigError, match=r"rollout.max_new_tokens=4096 does not fit the context length 2048"):
         build_config(overrides={"env": "choice", "model": {"name": str(ckpt)}, "rollout": {"max_new_tokens": 4096}})
     with pytest.raises(ConfigError, match="has no config.json"):
@@ -231,3 +236,66 @@ def test_one_recipe_serves_every_arm_other_agents_algo_keys_are_left_out(tmp_pat
     recipe.write_text("algo:\n  analysis_max_new_tokns: 99\n")
     with pytest.raises(ConfigError, match="unknown config key 'algo.analysis_max_new_tokns'"):
         build_config(recipe, {"env": "choice", "agent": "grpo", "model": {"name": "tiny"}})
+
+
+CHECKED = []
+
+
+class KLGroupAgent(GRPOAgent):
+    """A plugin agent whose own rule ties an ``algo`` field to the run config (`Agent.check_config`)."""
+
+    name = "kl-group-test"
+
+    @classmethod
+    def check_config(cls, run_config, config):
+        CHECKED.append((run_config.agent, config.kl_coef))
+        if config.kl_coef > 0 and run_config.rollout.group_size < 4:
+            raise ConfigError(f"algo.kl_coef: {cls.name} needs rollout.group_size >= 4 with a KL term; "
+                              "raise it or set algo.kl_coef=0")
+
+
+@pytest.fixture
+def kl_group_agent():
+    from seedbench.registry import AGENTS, AgentEntry, register_agent
+
+    AGENTS.reload()
+    register_agent(AgentEntry("kl-group-test", "tests.test_config:KLGroupAgent", "GRPO with a group rule"))
+    CHECKED.clear()
+    yield
+    AGENTS.reload()
+
+
+def test_an_agent_checks_its_own_fields_when_the_config_is_validated(kl_group_agent, tmp_path, capsys):
+    """The resolver calls the agent class's hook with the checked ``algo`` config (the string from
+    ``--set`` already a float) before anything is written; the base class's hook checks nothing."""
+    out = tmp_path / "run"
+    argv = ["run", "--env", "choice", "--model", "tiny", "--output", str(out), "--set", "algo.kl_coef=0.5"]
+    assert main([*argv, "--agent", "kl-group-test"]) == 2
+    err = capsys.readouterr().err
+    assert err == ("seedbench: error: algo.kl_coef: kl-group-test needs rollout.group_size >= 4 with a KL term; "
+                   "raise it or set algo.kl_coef=0\n")
+    assert CHECKED == [("kl-group-test", 0.5)] and not out.exists()
+    config = build_config(overrides={"env": "choice", "agent": "kl-group-test", "model": {"name": "tiny"},
+                                     "algo": {"kl_coef": 0.5}, "rollout": {"group_size": 4}})
+    assert config.rollout.group_size == 4 and CHECKED[-1] == ("kl-group-test", 0.5)
+    build_config(overrides={"env": "choice", "agent": "grpo", "model": {"name": "tiny"}, "algo": {"kl_coef": 0.5}})
+    assert len(CHECKED) == 2  # GRPO's own (default) hook ran, not this agent's
+
+
+def test_every_name_imported_from_seedbench_config_is_exported():
+    """``from seedbench.config import X`` is public API (plugins use it): every name the project imports
+    from the package itself resolves, whichever submodule defines it."""
+    import ast
+
+    import seedbench.config
+
+    root = Path(__file__).resolve().parents[1]
+    imported = set()
+    for folder in ("src", "tests", "benchmarks", "scripts"):
+        for path in (root / folder).rglob("*.py"):
+            for node in ast.walk(ast.parse(path.read_text())):
+                if isinstance(node, ast.ImportFrom) and node.module == "seedbench.config" and not node.level:
+                    imported |= {alias.name for alias in node.names}
+    assert {"ConfigError", "RunConfig", "build_config", "NonNegative", "agent_class", "resolve_step_cap"} <= imported
+    assert sorted(name for name in imported if not hasattr(seedbench.config, name)) == []
+    assert sorted(name for name in seedbench.config.__all__ if not hasattr(seedbench.config, name)) == []

@@ -283,7 +283,7 @@ def _run_job(cmd: list[str], timeout: float) -> subprocess.CompletedProcess:
     except subprocess.TimeoutExpired:
         os.killpg(proc.pid, signal.SIGKILL)
         out, err = proc.communicate()
-        raise AssertionError(f"{' '.join(cmd[2:5])} timed out after {timeout}s:\n{out[-2000:]}{err[-2000:]}")
+        raise AssertionError(f"{' '.join(cmd[2:5])} timed out after {timeout}s:\n{out[-2000:]}{err[-2000:]}") from None
     return subprocess.CompletedProcess(cmd, proc.returncode, out, err)
 
 

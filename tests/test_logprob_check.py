@@ -50,7 +50,9 @@ def test_length_mismatch_and_non_finite_values_are_flagged_not_averaged():
 
 
 def test_check_train_samples_matches_by_ids_and_skips_rescored_prompts():
-    step = lambda p, r, lp: SimpleNamespace(prompt_ids=p, response_ids=r, sampled_logprobs=lp)
+    def step(p, r, lp):
+        return SimpleNamespace(prompt_ids=p, response_ids=r, sampled_logprobs=lp)
+
     trajectories = [SimpleNamespace(steps=[step([1, 2], [3], [-1.0]), step([1, 2, 3], [4, 5], [-0.5, -0.25])])]
     samples = [SimpleNamespace(prompt_ids=[1, 2, 3], response_ids=[4, 5]),  # reordered
                SimpleNamespace(prompt_ids=[9, 1, 2, 3], response_ids=[4, 5]),  # skill-augmented: skipped

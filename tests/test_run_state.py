@@ -13,7 +13,7 @@ import torch
 
 from seedbench import jsonio
 from seedbench.config import build_config
-from seedbench.jsonio import DiskFullError, RunFileError, RunFileWarning, append_jsonl, read_jsonl
+from seedbench.jsonio import DiskFullError, RunFileWarning, append_jsonl, read_jsonl
 from seedbench.training import rundir as rundir_module
 from seedbench.training import run_state as run_state_module
 from seedbench.training.checkpoint_files import save_torch_atomic

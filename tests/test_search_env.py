@@ -59,7 +59,7 @@ def test_final_turn_disables_search_and_the_reference_extractor_scores_beijing()
     env = small_env()
     env.reset(seed=0, options={"split": "test"})
     env.question = {**env.question, "golden_answers": ["Beijing"]}  # make the quirk visible as a reward
-    for turn in range(4):
+    for _ in range(4):
         obs, reward, terminated, truncated, _ = env.step("<search>anything</search>")
         assert obs.startswith("<information>Doc 1") and not (terminated or truncated)
     obs, reward, terminated, truncated, info = env.step("<search>anything</search>")

@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 
 import pytest
-import yaml
 
 import seedbench.leaderboard as lb
 from seedbench.leaderboard import validate as V

@@ -166,7 +166,7 @@ def test_chromium_shows_an_episode_its_skill_and_coloured_tokens(seed_run, tmp_p
                        r'style="background:rgb\((\d+),(\d+),(\d+)\)', dom)
     tokens = sum(len(r["tokens"]) for r in read_jsonl(seed_run / "token_signals.jsonl"))
     assert len(spans) == tokens
-    for value, gate, gap, red, green, blue in spans:
+    for _value, gate, _gap, red, green, blue in spans:
         gate, red, green = float(gate), int(red), int(green)
         assert (green > red) == (gate > 0.5) or abs(gate - 0.5) < 1e-3  # green: the skill made it likelier
         assert (red, green, int(blue)) != (255, 255, 255) or abs(gate - 0.5) < 1e-3

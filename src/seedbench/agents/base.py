@@ -26,13 +26,13 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from seedbench.config import NonNegative  # field ranges, checked when the config is parsed
+from seedbench.config.schema import NonNegative  # field ranges, checked when the config is parsed
 from seedbench.prompt import PromptLike
 
 if TYPE_CHECKING:  # the contract itself needs neither torch nor the trainer at import time
     import torch
 
-    from seedbench.config import RunConfig
+    from seedbench.config.schema import RunConfig
     from seedbench.engines.base import GenerationEngine, SamplingParams
     from seedbench.envs.text_env import TextEnv
     from seedbench.models.policy import Policy
@@ -172,7 +172,8 @@ class Agent(ABC):
     """Base class of every agent; the trainer uses exactly these members.
 
     Subclasses set ``name`` and ``Config`` (a dataclass subclassing `AgentConfig`) and implement
-    `prepare` and `loss`; `needs_reference`, `transform_prompt` and `transform_eval_prompt` have defaults."""
+    `prepare` and `loss`; `check_config`, `needs_reference`, `transform_prompt` and `transform_eval_prompt`
+    have defaults."""
 
     name: ClassVar[str] = ""
     Config: ClassVar[type[AgentConfig]] = AgentConfig
@@ -180,6 +181,13 @@ class Agent(ABC):
     def __init__(self, config: AgentConfig, context: AgentContext):
         self.config = config
         self.context = context
+
+    @classmethod
+    def check_config(cls, run_config: RunConfig, config: AgentConfig) -> None:
+        """Cross-field checks of this agent's settings against the run config, made when the config is
+        validated (`seedbench.config.validate_config`), before anything loads or is written. `config` is the
+        agent's ``algo`` config, its fields already checked one by one. Raise
+        `seedbench.config.ConfigError` with a one-line message naming the field and the fix. Default: none."""
 
     @classmethod
     def needs_reference(cls, config: AgentConfig) -> bool:

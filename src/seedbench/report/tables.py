@@ -362,7 +362,7 @@ def protocol_cards(runs: Sequence[Run]) -> list[dict[str, Any]]:
         group = [r for rs in agents.values() for r in rs]
         fields: dict[str, list[str]] = {}
 
-        def note(name: str, value: Any) -> None:
+        def note(name: str, value: Any, fields: dict[str, list[str]] = fields) -> None:
             text = "–" if value is None else str(value)
             fields.setdefault(name, [])
             if text not in fields[name]:

@@ -20,7 +20,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from seedbench.config import ConfigError
+from seedbench.config.errors import ConfigError
 from seedbench.jsonio import read_json, write_json_atomic
 from seedbench.tracking.base import (Sink, SKILL_COLUMNS, eval_scalars, eval_table, metric_scalars, provenance,
                                      skill_rows)

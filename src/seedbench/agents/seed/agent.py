@@ -35,7 +35,9 @@ import torch
 from seedbench.agents.seed.analysis import Analysis, episode_steps, fit_analyzer_content, parse_analysis
 from seedbench.agents.base import AgentContext, MiniBatch, PreparedUpdate
 from seedbench.agents.grpo import GRPOAgent, GRPOConfig
-from seedbench.config import ConfigError, Count, NonNegative, Positive
+from seedbench.config.errors import ConfigError
+from seedbench.config.resolve import context_length
+from seedbench.config.schema import Count, NonNegative, Positive, RunConfig
 from seedbench.models.vision import prompt_images
 from seedbench.rollout.prompting import current_observation, insert_skill, render_prompt  # noqa: F401 - current_observation re-exported
 from seedbench.training.origin import ANALYZER_SFT_MARKER  # the stage-1 provenance file, written by sft-analyzer
@@ -149,6 +151,19 @@ class SEEDAgent(GRPOAgent):
 
     # -- setup ------------------------------------------------------------------------------------
     @classmethod
+    def check_config(cls, run_config: RunConfig, config: SEEDConfig) -> None:
+        """An analysing agent's prompt and answer budgets must fit the model's context length, where the run
+        config tells it (`seedbench.config.context_length`)."""
+        known = context_length(run_config)
+        if known is None or config.analyzer == "static" or not config.train:
+            return
+        limit, source = known
+        prompt, answer = config.analysis_max_prompt_tokens, config.analysis_max_new_tokens
+        if prompt + answer > limit:
+            raise ConfigError(f"algo.analysis_max_prompt_tokens + algo.analysis_max_new_tokens = {prompt} + {answer} "
+                              f"exceeds the context length {limit} ({source}); lower them")
+
+    @classmethod
     def needs_reference(cls, config: SEEDConfig) -> bool:
         """Only an agent that trains uses the KL reference (Skill-Prompt, ``train=False``, never updates)."""
         return config.train and config.kl_coef > 0
@@ -185,7 +200,7 @@ class SEEDAgent(GRPOAgent):
         batch = ctx.config.rollout.generation_batch_size
         options = hf_options(ctx.config)  # the run's `hf` switches apply to the frozen analyzer too
         if self.config.analyzer_model:
-            from seedbench.config import ModelConfig
+            from seedbench.config.schema import ModelConfig
             from seedbench.models.policy import load_policy
 
             model_cfg = ModelConfig(name=self.config.analyzer_model, device=ctx.config.model.device,

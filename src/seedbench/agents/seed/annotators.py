@@ -40,6 +40,8 @@ from typing import TYPE_CHECKING, Any, Callable, Protocol
 if TYPE_CHECKING:
     from seedbench.envs.text_env import TextEnv
 
+from seedbench.config.errors import ConfigError
+
 DEFAULT_API_KEY_ENV = "OPENAI_API_KEY"
 BASE_URL_ENV = "SEEDBENCH_ANNOTATOR_BASE_URL"
 ORACLE_LABEL = ("oracle (LEAKS THE ANSWER: hint distillation, skills copy the env's expert plan or rewarded "
@@ -49,6 +51,19 @@ SCRIPTED_ALIAS_WARNING = ("seedbench: warning: --annotator scripted is now oracl
                           "trajectory alone")
 OFFLINE_HINT = ("no annotator model is reachable offline: pass --annotator hf:<local model directory>, or "
                 "--annotator hindsight for rule-based analyses of the trajectories (labelled as such)")
+
+
+RULE_ANNOTATORS = ("hindsight", "oracle", "scripted")
+"""The rule-based annotators; the others are ``hf:<model>``, ``openai:<model>`` or a local model folder."""
+
+
+def check_annotator_spec(spec: str) -> None:
+    """A run's ``analyzer_sft.annotator`` names an annotator: checked when the run config is validated
+    (`seedbench.config.resolve.ANNOTATOR_CHECK`, for every agent), before a warm start is built in front
+    of stage 1. Empty = no stage 1."""
+    if spec and spec not in RULE_ANNOTATORS and not spec.startswith(("hf:", "openai:")) and not Path(spec).exists():
+        raise ConfigError(f"analyzer_sft.annotator: unknown {spec!r}; use one of {', '.join(RULE_ANNOTATORS)}, "
+                          "hf:<model path or hub id>, openai:<model> or a local model folder (empty = no stage 1)")
 
 
 class AnnotatorUnavailable(RuntimeError):
@@ -155,7 +170,7 @@ class HFAnnotator:
     def check(self) -> None:
         if self._engine is not None:
             return
-        from seedbench.config import ConfigError, ModelConfig
+        from seedbench.config.schema import ModelConfig
         from seedbench.engines.hf import HFEngine
         from seedbench.models.policy import load_policy
 
