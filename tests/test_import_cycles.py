@@ -73,11 +73,12 @@ def seedbench_graph(import_cycles):
     return import_cycles.build_graph()
 
 
-def test_no_import_cycle_includes_a_config_module(import_cycles, seedbench_graph):
+def test_seedbench_has_no_import_cycle(import_cycles, seedbench_graph):
+    """Counting imports inside functions and under TYPE_CHECKING: a deferred import that closes a loop is
+    still a loop (the layers are env -> prompt -> engine -> agent -> training; docs/architecture.md)."""
     graph = seedbench_graph
     assert {"seedbench.config", "seedbench.config.schema", "seedbench.config.resolve"} <= set(graph.modules)
-    through_config = [c for c in import_cycles.cycles(graph) if any(m.startswith("seedbench.config") for m in c)]
-    assert through_config == []
+    assert import_cycles.cycles(graph) == []
 
 
 def test_the_config_schema_and_error_import_nothing_from_seedbench(seedbench_graph):

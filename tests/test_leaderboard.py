@@ -350,7 +350,7 @@ def test_paper_rows_under_different_step_limits_are_never_one_table():
 
 
 def test_a_paper_protocol_with_a_wrong_type_is_a_problem():
-    from seedbench.leaderboard.validate import _Checker, _check_paper
+    from seedbench.leaderboard.submission import _Checker, _check_paper
 
     c = _Checker("x/summary.json")
     _check_paper({"reported": {"eval/reported/success": {"value": 0.5}}, "protocol": {"max_steps": "fifty", "gpus": 8}},

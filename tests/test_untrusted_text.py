@@ -9,7 +9,7 @@ import json
 import pytest
 
 import seedbench.leaderboard as lb
-from seedbench.leaderboard import validate as V
+from seedbench.leaderboard import submission as V
 from seedbench.report.document import md_code, md_escape
 from seedbench.report.html import _inline
 from tests.test_leaderboard import BOARD, _edit_meta, _edit_summary, boards, problems, submission  # noqa: F401

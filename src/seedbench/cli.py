@@ -29,17 +29,11 @@ class CLIError(Exception):
 
 
 def _parse_set(pairs: list[str]) -> dict:
-    import yaml
+    """``--set`` pairs as overrides (`seedbench.config.parse_set_pairs`; imported here only when used, so
+    ``seedbench --help`` stays fast)."""
+    from seedbench.config import parse_set_pairs
 
-    from seedbench.config import set_dotted
-
-    values: dict = {}
-    for pair in pairs:
-        if "=" not in pair:
-            raise CLIError(f"--set expects key=value, got {pair!r}")
-        key, raw = pair.split("=", 1)
-        set_dotted(values, key.strip(), yaml.safe_load(raw))
-    return values
+    return parse_set_pairs(pairs)
 
 
 def _run_overrides(args) -> dict:

@@ -13,6 +13,7 @@ sorting, prefix packing) takes either kind; what needs the images asks for them 
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Union
@@ -58,10 +59,18 @@ class Prompt(Sequence):
 
     def image_key(self) -> str:
         """Digest of the frames (order included): two prompts with equal ids but different images differ."""
-        from seedbench.models.vision import frames_digest
-
         return frames_digest(self.images)
 
 
 PromptLike = Union[list[int], Prompt]
 """What a prompt builder returns and an engine accepts: plain ids for a text prompt, a `Prompt` for one with images."""
+
+
+def frame_id(frame: Any) -> str:
+    """The run-directory id of a frame: sha1 of the array bytes, first 16 hex (the image convention)."""
+    return hashlib.sha1(frame.tobytes()).hexdigest()[:16]
+
+
+def frames_digest(frames: Sequence[Any]) -> str:
+    """One key for an ordered set of frames (their ids joined)."""
+    return "+".join(frame_id(frame) for frame in frames)

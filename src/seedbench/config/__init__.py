@@ -37,7 +37,7 @@ no import cycle runs through this package (scripts/import_cycles.py).
 
 from seedbench.config.errors import ConfigError
 from seedbench.config.fields import (YAML_BOOL_WORDS, FieldInfo, add_config_flags, apply_config_flags, check_dataclass,
-                                     check_value, describe, field_docs, format_fields, get_dotted, set_dotted,
+                                     check_value, describe, field_docs, format_fields, get_dotted, parse_set_pairs, set_dotted,
                                      type_text, update_dataclass)
 from seedbench.config.resolve import (ANNOTATOR_CHECK, agent_class, agent_config, build_config, context_length,
                                       env_class, episode_limits, from_dict, load_yaml, other_agents_algo_keys,
@@ -55,6 +55,6 @@ __all__ = [
     "Temperature", "TokenBudget", "UnitInterval", "VLLMConfig", "WarmStartConfig", "ZeroOrAtLeast", "add_config_flags",
     "agent_class", "agent_config", "apply_config_flags", "build_config", "check_dataclass", "check_value",
     "context_length", "describe", "env_class", "episode_limits", "field_docs", "format_fields", "from_dict",
-    "get_dotted", "load_yaml", "other_agents_algo_keys", "resolve_step_cap", "set_dotted", "to_dict", "type_text",
+    "get_dotted", "load_yaml", "parse_set_pairs", "other_agents_algo_keys", "resolve_step_cap", "set_dotted", "to_dict", "type_text",
     "update_dataclass", "validate_config",
 ]

@@ -116,6 +116,18 @@ def update_dataclass(obj: Any, values: dict[str, Any], path: str = "") -> Any:
     return obj
 
 
+def parse_set_pairs(pairs: list[str]) -> dict[str, Any]:
+    """``["optim.lr=1e-6", "env_kwargs.size=6"]`` (the ``--set`` flags of every command) as a nested
+    mapping of overrides, each value read as YAML; a pair without ``=`` is a `ConfigError`."""
+    values: dict[str, Any] = {}
+    for pair in pairs:
+        if "=" not in pair:
+            raise ConfigError(f"--set expects key=value, got {pair!r}")
+        key, raw = pair.split("=", 1)
+        set_dotted(values, key.strip(), yaml.safe_load(raw))
+    return values
+
+
 def set_dotted(values: dict[str, Any], dotted: str, value: Any) -> None:
     """``set_dotted(d, "optim.lr", 1e-6)`` → ``d["optim"]["lr"] = 1e-6``."""
     *parents, last = dotted.split(".")

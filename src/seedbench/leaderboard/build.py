@@ -24,7 +24,7 @@ from typing import Any
 from seedbench.leaderboard.schema import OUTPUT_FILES, Board
 from seedbench.registry import canonical_agent
 from seedbench.leaderboard.catalogue import Catalogue, load_catalogue
-from seedbench.leaderboard.validate import Submission
+from seedbench.leaderboard.submission import Submission
 from seedbench.report import tables as T
 from seedbench.report.document import (
     Bullets, Document, Section, Table, Text, md_code, md_escape, md_markup, to_markdown,

@@ -1,7 +1,7 @@
 """The catalogue of a leaderboards root: every board and submission under it, validated
 (`load_catalogue`), with the cross-submission checks of one board (a shared eval task list).
 
-Per-submission validation lives in `seedbench.leaderboard.validate`; this module walks the tree and
+Per-submission validation lives in `seedbench.leaderboard.submission`; this module walks the tree and
 collects."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from seedbench.leaderboard.schema import SUMMARY_FILE, Board, Problem, board_dirs, load_board, submission_dirs
-from seedbench.leaderboard.validate import Submission, read_submission
+from seedbench.leaderboard.submission import Submission, read_submission
 
 
 @dataclass

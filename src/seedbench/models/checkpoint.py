@@ -13,7 +13,7 @@ import hashlib
 import json
 from pathlib import Path
 
-from seedbench.config import ConfigError
+from seedbench.config.errors import ConfigError
 
 MARKER = "seedbench_model.json"
 """The file a saved seedbench checkpoint carries: ``{"checksum": ..., "base": <checksum it was trained from>}``."""

@@ -14,7 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from seedbench.config import ConfigError, ModelConfig
+from seedbench.config.errors import ConfigError
+from seedbench.config.schema import ModelConfig
 from seedbench.models.checkpoint import checkpoint_checksum, write_marker
 from seedbench.models.checkpoint import checksum_dir as _checksum_dir  # noqa: F401 - re-exported
 from seedbench.models.embedded import EMBEDDED_ALIASES

@@ -22,11 +22,10 @@ compares the two pixel for pixel where both import.
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass
 from typing import Any, Sequence
 
-from seedbench.prompt import Prompt
+from seedbench.prompt import Prompt, frame_id, frames_digest  # noqa: F401 - frame_id is public here too
 
 RENDERER_ATTR = "seedbench_vision"
 IMAGE_PAD, VIDEO_PAD, VISION_START, VISION_END = "<|image_pad|>", "<|video_pad|>", "<|vision_start|>", "<|vision_end|>"
@@ -44,13 +43,6 @@ def prompt_images(prompt: Sequence[int]) -> tuple:
     return prompt.images if isinstance(prompt, Prompt) else ()
 
 
-def frame_id(frame: Any) -> str:
-    """The run-directory id of a frame: sha1 of the array bytes, first 16 hex (the image convention)."""
-    return hashlib.sha1(frame.tobytes()).hexdigest()[:16]
-
-
-def frames_digest(frames: Sequence[Any]) -> str:
-    return "+".join(frame_id(frame) for frame in frames)
 
 
 @dataclass

@@ -87,7 +87,7 @@ class PolicyUpdate:
                 mini = layout.local(global_mini)  # this rank's members (all of them in one process)
                 micro_batches = layout.micro_batches(global_mini, cfg.micro_batch_size)
 
-                def run():
+                def run(mini=mini, tokens=tokens, micro_batches=micro_batches):
                     return self.mini_batch(mini, samples, old.logp, ref_logp, want_entropy, prepared.update_info,
                                            tokens, micro_batches, engine_logp)
 

@@ -202,11 +202,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 def parse_args(argv: list[str] | None) -> tuple[argparse.Namespace, RunConfig]:
     """The command line and the run config it describes, checked before anything loads or is written."""
-    from seedbench.cli import _parse_set
-    from seedbench.config import build_config, load_yaml, set_dotted
+    from seedbench.config import build_config, load_yaml, parse_set_pairs, set_dotted
 
     args = build_parser().parse_args(argv)
-    overrides = _parse_set(args.set or [])
+    overrides = parse_set_pairs(args.set or [])
     for flag, dotted in (("env", "env"), ("model", "model.name"), ("seed", "seed")):
         if getattr(args, flag) is not None:
             set_dotted(overrides, dotted, getattr(args, flag))
@@ -232,13 +231,6 @@ def main(argv: list[str] | None = None) -> int:
     except (WarmStartError, ConfigError, UnknownNameError, FileNotFoundError, ImportError) as err:
         print(f"seedbench: error: {err}", file=sys.stderr)
         return 2
-    except Exception as err:  # noqa: BLE001 - `--set` syntax errors are user errors too
-        from seedbench.cli import CLIError
-
-        if isinstance(err, CLIError):
-            print(f"seedbench: error: {err}", file=sys.stderr)
-            return 2
-        raise
     return 0
 
 

@@ -127,13 +127,12 @@ def parse_config(argv: list[str] | None) -> Stage1Config:
     """The checked stage-1 config of a command line (before anything is loaded or written): the run config
     of ``--config``/``--set`` (with ``--env``, ``--model``, ``--seed``) supplies the defaults that stage 1
     shares with stage 2, then every explicit flag is applied."""
-    from seedbench.cli import _parse_set
-    from seedbench.config import build_config, env_class, load_yaml, set_dotted
+    from seedbench.config import build_config, env_class, load_yaml, parse_set_pairs, set_dotted
     from seedbench.registry import resolve_env
 
     args = build_parser().parse_args(argv)
     pairs = vars(args).pop("run_set", None) or []
-    overrides = _parse_set(pairs)
+    overrides = parse_set_pairs(pairs)
     run_overrides = dict(overrides)
     for dotted in ("env", "model.name", "seed", "model.device", "model.dtype"):
         if dotted in vars(args):
