@@ -40,7 +40,7 @@ def report_dir(runs_dir, tmp_path_factory) -> Path:
 
 def test_load_results_is_one_tidy_table(runs_dir):
     df = seedbench.report.load_results(runs_dir)
-    assert list(df.columns) == ["run", "env", "agent", "model", "seed", "iteration", "trajectories", "env_steps",
+    assert list(df.columns) == ["run", "env", "agent", "arm", "model", "seed", "iteration", "trajectories", "env_steps",
                                 "generated_tokens", "metric", "value"]
     assert set(df.agent) == {"grpo", "seed"} and set(df.seed) == {0, 1, 2, 9}
     metrics = set(df.metric)

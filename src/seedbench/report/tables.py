@@ -101,10 +101,12 @@ def summarize_scores(
 
 
 def group_runs(runs: Iterable[Run]) -> dict[tuple[str, str], dict[str, list[Run]]]:
-    """``{(env, model): {agent: [runs sorted by seed]}}`` in a stable order."""
+    """``{(env, model): {arm: [runs sorted by seed]}}`` in a stable order. An arm is an experiment entry's
+    label, else the agent (`Run.arm`); the tables below call it ``agent``, as it is the agent for runs
+    outside a labelled experiment."""
     groups: dict[tuple[str, str], dict[str, list[Run]]] = defaultdict(lambda: defaultdict(list))
-    for run in sorted(runs, key=lambda r: (r.env, r.model, r.agent, r.seed, r.run)):
-        groups[(run.env, run.model)][run.agent].append(run)
+    for run in sorted(runs, key=lambda r: (r.env, r.model, r.arm, r.seed, r.run)):
+        groups[(run.env, run.model)][run.arm].append(run)
     return {k: dict(v) for k, v in groups.items()}
 
 
@@ -165,7 +167,7 @@ def task_list_problems(runs: Sequence[Run], split: str) -> list[str]:
         if digest is None:
             record = final_eval(run, split)
             digest = record.get("task_list_hash") if record else None
-        by_hash[str(digest)].append(f"{run.agent}/s{run.seed}")
+        by_hash[str(digest)].append(f"{run.arm}/s{run.seed}")
     if len(by_hash) <= 1:
         return []
     parts = "; ".join(f"{h}: {', '.join(names)}" for h, names in sorted(by_hash.items()))
@@ -381,8 +383,8 @@ def protocol_cards(runs: Sequence[Run]) -> list[dict[str, Any]]:
                 note(f"task list hash ({split})", run.eval_task_hash.get(split))
             note("iterations", run.config.get("iterations", run.iterations_done))
             privileged = run.summary.get("privileged") if isinstance(run.summary.get("privileged"), dict) else {}
-            note(f"privileged context ({run.agent})", privileged.get("context", "none"))
-            note(f"teacher ({run.agent})", privileged.get("teacher", "none"))
+            note(f"privileged context ({run.arm})", privileged.get("context", "none"))
+            note(f"teacher ({run.arm})", privileged.get("teacher", "none"))
         cards.append({"env": env, "model": model, "runs": len(group), "fields": fields,
                       "agents": sorted(agents), "seeds": sorted({r.seed for r in group})})
     return cards
@@ -394,7 +396,7 @@ def model_checksum_problems(runs: Sequence[Run]) -> list[str]:
     by_seed: dict[int, dict[str, list[str]]] = defaultdict(lambda: defaultdict(list))
     for run in runs:
         model = run.summary.get("model") if isinstance(run.summary.get("model"), dict) else {}
-        by_seed[run.seed][str(model.get("checksum"))].append(run.agent)
+        by_seed[run.seed][str(model.get("checksum"))].append(run.arm)
     return [f"seed {seed}: runs started from different model weights ("
             + "; ".join(f"{c}: {', '.join(a)}" for c, a in sorted(sums.items())) + ")"
             for seed, sums in sorted(by_seed.items()) if len(sums) > 1]
@@ -403,10 +405,10 @@ def model_checksum_problems(runs: Sequence[Run]) -> list[str]:
 def manifest_table(runs: Sequence[Run]):
     import pandas as pd
 
-    rows = [{"run": r.run, "env": r.env, "agent": r.agent, "model": r.model, "seed": r.seed,
+    rows = [{"run": r.run, "env": r.env, "agent": r.agent, "arm": r.arm, "model": r.model, "seed": r.seed,
              "complete": r.complete, "iterations": r.iterations_done,
              "seedbench": r.summary.get("seedbench_version", "–"), "git": str(r.summary.get("git_hash") or "–")[:10]}
-            for r in sorted(runs, key=lambda r: (r.env, r.model, r.agent, r.seed, r.run))]
+            for r in sorted(runs, key=lambda r: (r.env, r.model, r.arm, r.seed, r.run))]
     return pd.DataFrame(rows)
 
 
@@ -426,7 +428,7 @@ def resource_rows(runs: Sequence[Run]) -> list[dict[str, Any]]:
     for run in runs:
         used = run.summary.get("resources")
         if isinstance(used, dict):
-            groups.setdefault((run.env, run.model, run.agent), []).append(used)
+            groups.setdefault((run.env, run.model, run.arm), []).append(used)
     rows = []
     for (env, model, agent), entries in sorted(groups.items()):
         cpu = [float(e.get("cpu_seconds", 0.0)) for e in entries]
