@@ -112,7 +112,7 @@ def _learning_curve_section(runs: list[Run], opts: ReportOptions) -> Section:
         rows = []
         for agent in agents:
             sub = primary[primary["agent"] == agent].set_index("iteration")
-            label = E(agent) + (" (control)" if agent in controls else "")
+            label = E(agent) + (" (control)" if agent in controls and "control" not in agent else "")
             rows.append([label] + [T.fmt_pct(sub.loc[i, "mean"]) if i in sub.index else "–" for i in iterations])
         blocks.append(Table(["agent"] + [f"it {i}" for i in iterations], rows,
                             caption=f"mean eval success % on {C(splits[0])} by iteration",

@@ -126,7 +126,7 @@ def learning_curves(curves: dict[str, "object"], splits: list[str], title: str, 
             low, high = rows["low"].to_numpy(float), rows["high"].to_numpy(float)
             seeds = int(rows["seeds"].max())
             ax.plot(x, mean, color=color, lw=1.6 if control else 2, ls="--" if control else "-", marker="o", ms=3,
-                    label=f"{arm}{' (control)' if control else ''} (n={seeds})")
+                    label=f"{arm}{' (control)' if control and 'control' not in arm else ''} (n={seeds})")
             ok = ~np.isnan(low)
             if ok.any():
                 ax.fill_between(x[ok], low[ok], high[ok], color=color, alpha=0.12 if control else 0.2, lw=0)
