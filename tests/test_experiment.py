@@ -99,12 +99,13 @@ def test_arms_are_recorded_in_the_run_and_read_back_by_reports(tmp_path):
     outcomes = ex.run_experiment(spec, command_prefix=FAKE, echo=lambda _: None)
     assert [o.status for o in outcomes] == ["completed"] * 4
     arm = json.loads((spec.output / "choice__control__tiny__s1" / "arm.json").read_text())
-    assert arm == {"arm": "control", "agent": "grpo", "experiment": "t", "set": {"eval.every": 2, "optim.lr": 0}}
+    assert arm == {"arm": "control", "agent": "grpo", "experiment": "t", "set": {"optim.lr": 0},
+                   "experiment_set": {"eval.every": 2}}
     runs = read_runs(spec.output)
     assert sorted((r.arm, r.agent, r.seed) for r in runs) == [("control", "grpo", 0), ("control", "grpo", 1),
                                                               ("grpo", "grpo", 0), ("grpo", "grpo", 1)]
     control = [r for r in runs if r.arm == "control"][0]
-    assert control.arm_set == {"eval.every": 2, "optim.lr": 0}
+    assert control.arm_set == {"optim.lr": 0}  # what sets the arm apart, not what every arm shares
     state = json.loads((spec.output / "experiment.json").read_text())
     assert {r["run"]: r["arm"] for r in state["runs"]}["choice__control__tiny__s0"] == "control"
     # the stand-in trainer honours optim.lr=0: the control does not learn, GRPO does

@@ -462,3 +462,13 @@ def test_an_arm_filed_under_another_name_is_a_problem(study):
     assert any("arm 'control' does not match the folder name (expected …_control_…)" in p for p in found), found
     _edit_summary(root / STUDY_BOARD / "2026-01-02_grpo2_tiny", lambda d: d.__setitem__("arm", "../x"))
     assert any("summary.json: arm: label '../x' must be" in p for p in problems(root))
+
+
+def test_submit_experiment_usage_errors_are_one_line(study, capsys):
+    root, exp = study
+    assert lb.main(["submit-experiment", str(exp), "--root", str(root), "--authors", "A", "--method", "seed"]) == 2
+    out = capsys.readouterr().out
+    assert out.startswith("seedbench leaderboard: error: --method expects ARM=NAME") and out.count("\n") == 1
+    assert lb.main(["submit-experiment", str(exp / "nothing-here"), "--root", str(root), "--authors", "A"]) == 2
+    assert lb.main(["submit-experiment", str(exp), "--root", str(root / "missing"), "--authors", "A"]) == 2
+    assert "no leaderboards directory" in capsys.readouterr().out

@@ -344,3 +344,12 @@ def test_control_curve_is_drawn_grey(study_dir):
         return int((np.abs(pixels[..., :3] - 127 / 255) < 0.02).all(axis=-1).sum())
 
     assert grey_pixels({"control"}) > grey_pixels(set()) + 200
+
+
+def test_report_cli_marks_named_arms_as_controls(study_dir, tmp_path):
+    assert seedbench.report.main([str(study_dir), "--out", str(tmp_path), "--no-plots", "--resamples", "50",
+                                  "--control", "seed-no-opd"]) == 0
+    md = (tmp_path / "report.md").read_text()
+    assert "| frozenlake | tiny | `seed-no-opd` | seed | algo.opd_coef=0 | 0, 1, 2, 3 | yes |" in md
+    assert "| frozenlake | tiny | `grpo` | grpo | – | 0, 1, 2, 3 | no |" in md
+    assert "| seed-no-opd (control) |" in md

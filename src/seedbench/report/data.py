@@ -48,7 +48,7 @@ class Run:
     metrics: list[dict[str, Any]] = field(default_factory=list)
     evals: list[dict[str, Any]] = field(default_factory=list)
     arm: str = ""  # the experiment arm (arm.json), else the agent
-    arm_set: dict[str, Any] = field(default_factory=dict)  # the arm's config overrides, as arm.json records them
+    arm_set: dict[str, Any] = field(default_factory=dict)  # the arm's own overrides (arm.json `set`)
 
     def __post_init__(self):
         self.arm = self.arm or self.agent

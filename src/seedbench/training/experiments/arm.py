@@ -29,13 +29,16 @@ def label_problem(label: Any) -> str | None:
     return None
 
 
-def write_arm(run_dir: Path, arm: str, agent: str, experiment: str, overrides: dict[str, Any]) -> None:
-    """Record the run's arm (and what defines it) in ``<run_dir>/arm.json``."""
+def write_arm(run_dir: Path, arm: str, agent: str, experiment: str, overrides: dict[str, Any],
+              experiment_overrides: dict[str, Any] | None = None) -> None:
+    """Record the run's arm in ``<run_dir>/arm.json``: its label, agent and experiment, the entry's own
+    overrides (``set``: what sets the arm apart) and the spec-level ones every arm shares (``experiment_set``)."""
     from seedbench.jsonio import write_json_atomic
 
     run_dir.mkdir(parents=True, exist_ok=True)
     write_json_atomic(run_dir / ARM_FILE, {"arm": arm, "agent": agent, "experiment": experiment,
-                                           "set": dict(sorted(overrides.items()))})
+                                           "set": dict(sorted(overrides.items())),
+                                           "experiment_set": dict(sorted((experiment_overrides or {}).items()))})
 
 
 def read_arm(run_dir: Path) -> dict[str, Any]:

@@ -117,7 +117,8 @@ def run_experiment(
         previous = signal.signal(signal.SIGTERM, handle_term)
     with _OutputLock(spec.output):
         for run, _ in todo:  # before the run starts, so its arm is known even if it is killed
-            write_arm(run.run_dir, run.arm, run.agent, spec.name, run.set)
+            write_arm(run.run_dir, run.arm, run.agent, spec.name, run.arm_set,
+                      {k: v for k, v in run.set.items() if k not in run.arm_set})
         _write_state(spec, runs, outcomes)
         try:
             executor.execute(todo, on_done)

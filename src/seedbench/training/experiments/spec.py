@@ -66,6 +66,7 @@ class RunSpec:
     set: dict[str, Any] = field(default_factory=dict)
     args: list[str] = field(default_factory=list)
     arm: str = ""  # the spec entry's label, or the agent's name; "" means the agent's name
+    arm_set: dict[str, Any] = field(default_factory=dict)  # the entry's own overrides (part of `set`)
 
     def __post_init__(self):
         self.arm = self.arm or self.agent
@@ -244,7 +245,8 @@ def expand(spec: ExperimentSpec) -> list[RunSpec]:
                     runs.append(RunSpec(env=env, agent=agent.name, model=model, seed=seed, iterations=iterations,
                                         run_dir=_inside_output(spec.output, name),
                                         log=_inside_output(spec.output / "logs", f"{name}.log"),
-                                        config=config, set=overrides, args=list(spec.args), arm=agent.arm))
+                                        config=config, set=overrides, args=list(spec.args), arm=agent.arm,
+                                        arm_set=dict(agent.set)))
     return runs
 
 
