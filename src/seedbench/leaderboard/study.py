@@ -124,4 +124,5 @@ def _compute_text(runs: list[Run]) -> str:
     totals = [t for t in totals if t > 0]
     if not totals:
         return "not stated"
-    return f"{len(runs)} runs, {sum(totals) / len(totals):.0f} s of training per run (metrics.jsonl time/iteration_s)"
+    return (f"{len(runs)} run{'s' if len(runs) != 1 else ''}, {sum(totals) / len(totals):.0f} s of training per run "
+            "(metrics.jsonl time/iteration_s)")
