@@ -64,11 +64,65 @@ def test_example_spec_parses():
     ({"budget": {"iterations": 0}}, "positive integer"),
     ({"config": "no/such/recipe.yaml"}, "config file not found"),
     ({"agents": [{"name": "seed", "lr": 1}]}, "agents[0]: unknown key(s) lr"),
+    ({"agents": ["grpo", {"name": "grpo", "set": {"optim.lr": 0}}]}, "duplicate names ['grpo']; give each entry"),
+    ({"agents": [{"name": "grpo", "label": "x"}, {"name": "seed", "label": "x"}]}, "duplicate names ['x']"),
+    ({"agents": ["grpo", {"name": "grpo", "label": "seed"}, {"name": "seed", "label": "seed-full"}]}, "agents[1]: label 'seed' is the name of another"),
+    ({"agents": [{"name": "grpo", "label": "../evil"}]}, "agents[0]: label '../evil' must be 1-64 letters"),
+    ({"agents": [{"name": "grpo", "label": "no_under__scores"}]}, "label 'no_under__scores' must be"),
+    ({"agents": [{"name": "grpo", "label": 7}]}, "label 7 must be"),
 ])
 def test_bad_specs_are_one_line_errors(tmp_path, change, message):
     with pytest.raises(ex.ExperimentError) as err:
         spec_for(tmp_path, **change)
     assert message in str(err.value) and "\n" not in str(err.value)
+
+
+def test_labelled_arms_get_their_own_run_directories_and_overrides(tmp_path):
+    spec = spec_for(tmp_path, agents=["grpo", {"name": "grpo", "label": "control", "set": {"optim": {"lr": 0}}},
+                                      {"name": "seed", "label": "seed-no-opd", "set": {"algo.opd_coef": 0}}],
+                    seeds=[0])
+    runs = ex.expand(spec)
+    assert [(r.name, r.agent, r.arm) for r in runs] == [
+        ("choice__grpo__tiny__s0", "grpo", "grpo"), ("choice__control__tiny__s0", "grpo", "control"),
+        ("choice__seed-no-opd__tiny__s0", "seed", "seed-no-opd")]
+    control = runs[1].cli_args(resume=False)
+    assert control[control.index("--agent") + 1] == "grpo"  # the label never reaches `seedbench run`
+    assert control[control.index("--set") + 1:] == ["eval.every=2", "optim.lr=0"]
+    assert "optim.lr=0" not in runs[0].cli_args(resume=False)
+
+
+def test_arms_are_recorded_in_the_run_and_read_back_by_reports(tmp_path):
+    from seedbench.report.data import read_runs
+
+    spec = spec_for(tmp_path / "e", agents=["grpo", {"name": "grpo", "label": "control", "set": {"optim.lr": 0}}],
+                    seeds=[0, 1])
+    outcomes = ex.run_experiment(spec, command_prefix=FAKE, echo=lambda _: None)
+    assert [o.status for o in outcomes] == ["completed"] * 4
+    arm = json.loads((spec.output / "choice__control__tiny__s1" / "arm.json").read_text())
+    assert arm == {"arm": "control", "agent": "grpo", "experiment": "t", "set": {"optim.lr": 0},
+                   "experiment_set": {"eval.every": 2}}
+    runs = read_runs(spec.output)
+    assert sorted((r.arm, r.agent, r.seed) for r in runs) == [("control", "grpo", 0), ("control", "grpo", 1),
+                                                              ("grpo", "grpo", 0), ("grpo", "grpo", 1)]
+    control = [r for r in runs if r.arm == "control"][0]
+    assert control.arm_set == {"optim.lr": 0}  # what sets the arm apart, not what every arm shares
+    state = json.loads((spec.output / "experiment.json").read_text())
+    assert {r["run"]: r["arm"] for r in state["runs"]}["choice__control__tiny__s0"] == "control"
+    # the stand-in trainer honours optim.lr=0: the control does not learn, GRPO does
+    finals = {r.run: r.evals[-1]["success_micro"] for r in runs}
+    assert finals["choice__control__tiny__s0"] < 0.3 < finals["choice__grpo__tiny__s0"]
+
+
+def test_a_directory_holding_only_arm_json_is_a_missing_run(tmp_path):
+    spec = spec_for(tmp_path / "e", seeds=[0], agents=[{"name": "grpo", "label": "control"}])
+    run = ex.expand(spec)[0]
+    ex.write_arm(run.run_dir, "control", "grpo", "t", {})
+    assert ex.run_status(run) == "missing"  # a driver killed before the trainer wrote anything
+    assert [o.action for o in ex.run_experiment(spec, command_prefix=FAKE, echo=lambda _: None)] == ["fresh"]
+    assert invocations(spec)[run.name] == ["fresh"]
+    ex.write_arm(run.run_dir, "grpo", "grpo", "t", {})
+    with pytest.raises(ex.ExperimentError, match="holds a run of arm 'grpo'"):
+        ex.run_status(run)
 
 
 def test_trajectory_budget_is_converted_with_the_rollout_config(tmp_path):

@@ -7,6 +7,7 @@ import os
 import shutil
 from pathlib import Path
 
+import numpy as np
 import pytest
 import yaml
 
@@ -356,3 +357,118 @@ def test_a_paper_protocol_with_a_wrong_type_is_a_problem():
     _check_paper({"reported": {"eval/reported/success": {"value": 0.5}}, "protocol": {"max_steps": "fifty", "gpus": 8}},
                  None, c)
     assert sorted(p.where for p in c.problems) == ["protocol.gpus", "protocol.max_steps"]
+
+
+# ----------------------------------------------------------------------------------------------------
+# A study's board: every arm of an experiment, from its run directories
+
+STUDY_BOARD = "twochoice-v0__tiny__cpu-study"
+STUDY_ARMS = {"grpo": ("grpo", {}), "control": ("grpo", {"optim.lr": 0}), "seed": ("seed", {}),
+              "seed-no-opd": ("seed", {"algo.opd_coef": 0})}
+
+
+def make_study(root: Path) -> Path:
+    """An experiment's run directories as the driver leaves them (arm.json + a finished run)."""
+    from seedbench.training.experiments.arm import write_arm
+
+    for arm, (agent, overrides) in STUDY_ARMS.items():
+        for seed in (0, 1, 2):
+            run = root / f"choice__{arm}__tiny__s{seed}"
+            write_arm(run, arm, agent, "study", overrides)
+            synthetic.write_run(run, env="choice", agent=agent, seed=seed, iterations=6,
+                                env_id="seedbench/TwoChoice-v0", final_success=0.1 if arm == "control" else None)
+    return root
+
+
+@pytest.fixture()
+def study(tmp_path) -> tuple[Path, Path]:
+    root = tmp_path / "leaderboards"
+    shutil.copytree(REPO / "leaderboards", root)  # beside the shipped boards and their paper rows
+    return root, make_study(tmp_path / "exp")
+
+
+def _finals(exp: Path, arm: str) -> list[float]:
+    return [json.loads((exp / f"choice__{arm}__tiny__s{s}" / "summary.json").read_text())["final"][METRIC]
+            for s in (0, 1, 2)]
+
+
+def test_submit_experiment_makes_one_valid_submission_per_arm_on_a_new_board(study, capsys):
+    root, exp = study
+    assert lb.main(["submit-experiment", str(exp), "--root", str(root), "--authors", "Ada", "--budget-label",
+                    "cpu-study", "--method", "control=GRPO, lr 0 (control)", "--date", "2026-01-02"]) == 0
+    assert "wrote 4 submission(s)" in capsys.readouterr().out
+    board = yaml.safe_load((root / STUDY_BOARD / "board.yaml").read_text())
+    assert board["budget"] == {"iterations": 6, "label": "cpu-study"} and board["baseline"] == "grpo"
+    assert board["primary_metric"] == METRIC and board["eval_task_hash"] == {"test": TASK_HASH}
+    names = sorted(p.name for p in (root / STUDY_BOARD).iterdir() if p.is_dir())
+    assert names == sorted(f"2026-01-02_{arm}_tiny" for arm in ("control", "grpo", "seed", "seed-no-opd"))
+    control = json.loads((root / STUDY_BOARD / "2026-01-02_control_tiny" / "summary.json").read_text())
+    assert (control["arm"], control["agent"], control["overrides"]) == ("control", "grpo", {"optim.lr": 0})
+    protocol = control["protocol"]
+    assert (protocol["iterations"], protocol["tasks_per_batch"], protocol["group_size"], protocol["seeds"],
+            protocol["max_steps"]) == (6, 4, 2, [0, 1, 2], 1)
+    meta = yaml.safe_load((root / STUDY_BOARD / "2026-01-02_control_tiny" / "metadata.yaml").read_text())
+    assert meta["method"] == "GRPO, lr 0 (control)" and meta["compute"].startswith("3 runs, 19 s of training")
+    grpo = json.loads((root / STUDY_BOARD / "2026-01-02_grpo_tiny" / "summary.json").read_text())
+    assert "arm" not in grpo  # a plain agent's row is an ordinary submission
+    assert lb.main(["validate", "--root", str(root)]) == 0
+
+
+def test_study_board_is_built_beside_the_paper_rows(study):
+    root, exp = study
+    lb.submit_experiment([exp], root=root, authors=["Ada"], budget_label="cpu-study", when=__import__("datetime").date(2026, 1, 2))
+    lb.build(root)
+    readme = (root / "README.md").read_text()
+    assert "91.8 (macro, 1 seed)" in readme  # the shipped paper rows are still there
+    board = readme.split("## choice · tiny · 6 updates · cpu-study")[1]
+    ours = board.split("### Paper-reported")[0]
+    rows = {line.split(" | ")[1]: line for line in ours.splitlines() if line.startswith("| ") and line[2].isdigit()}
+    assert set(rows) == {"control", "grpo", "seed", "seed-no-opd"}
+    assert "| grpo (arm control) |" in rows["control"] and "| baseline |" in rows["grpo"]
+    assert ("model tiny, step limit 1, updates 6, tasks/batch 4, group 2, eval tasks 16, eval temperature 0.4, "
+            "seeds 0 1 2, commit 0000000000, set optim.lr=0") in rows["control"]
+    csv_rows = [line.split(",") for line in (root / "leaderboard.csv").read_text().splitlines()
+                if line.startswith(STUDY_BOARD) and f",{METRIC}," in line]
+    means = {row[3]: float(row[8]) for row in csv_rows}  # method -> mean over seeds
+    assert means["seed"] == pytest.approx(np.mean(_finals(exp, "seed")), abs=1e-6)
+    assert means["control"] == pytest.approx(np.mean(_finals(exp, "control")), abs=1e-6)
+    poi = {row[3]: float(row[14]) for row in csv_rows if row[14]}
+    by_hand = np.mean([1.0 if a > b else 0.5 if a == b else 0.0 for a in _finals(exp, "seed") for b in _finals(exp, "grpo")])
+    assert poi["seed"] == pytest.approx(by_hand) and "grpo" not in poi  # P(seed > grpo arm), not the control
+
+
+def test_submit_experiment_writes_all_arms_or_none(study):
+    root, exp = study
+    when = __import__("datetime").date(2026, 1, 2)
+    lb.submit_experiment([exp], root=root, authors=["Ada"], budget_label="cpu-study", when=when)
+    shutil.rmtree(root / STUDY_BOARD / "2026-01-02_seed_tiny")
+    with pytest.raises(lb.SubmitError, match="already exists"):
+        lb.submit_experiment([exp], root=root, authors=["Ada"], budget_label="cpu-study", when=when)
+    left = sorted(p.name for p in (root / STUDY_BOARD).iterdir() if p.is_dir())
+    assert left == ["2026-01-02_control_tiny", "2026-01-02_grpo_tiny", "2026-01-02_seed-no-opd_tiny"]  # untouched
+    with pytest.raises(lb.SubmitError, match="--method names arm"):
+        lb.submit_experiment([exp], root=root, authors=["Ada"], methods={"sed": "typo"})
+    synthetic.write_run(exp / "other-env", env="frozenlake", agent="grpo", iterations=6)
+    with pytest.raises(lb.SubmitError, match="one env × base model"):
+        lb.submit_experiment([exp], root=root, authors=["Ada"])
+
+
+def test_an_arm_filed_under_another_name_is_a_problem(study):
+    root, exp = study
+    lb.submit_experiment([exp], root=root, authors=["Ada"], budget_label="cpu-study", when=__import__("datetime").date(2026, 1, 2))
+    folder = root / STUDY_BOARD / "2026-01-02_control_tiny"
+    folder.rename(folder.with_name("2026-01-02_grpo2_tiny"))
+    found = problems(root)
+    assert any("arm 'control' does not match the folder name (expected …_control_…)" in p for p in found), found
+    _edit_summary(root / STUDY_BOARD / "2026-01-02_grpo2_tiny", lambda d: d.__setitem__("arm", "../x"))
+    assert any("summary.json: arm: label '../x' must be" in p for p in problems(root))
+
+
+def test_submit_experiment_usage_errors_are_one_line(study, capsys):
+    root, exp = study
+    assert lb.main(["submit-experiment", str(exp), "--root", str(root), "--authors", "A", "--method", "seed"]) == 2
+    out = capsys.readouterr().out
+    assert out.startswith("seedbench leaderboard: error: --method expects ARM=NAME") and out.count("\n") == 1
+    assert lb.main(["submit-experiment", str(exp / "nothing-here"), "--root", str(root), "--authors", "A"]) == 2
+    assert lb.main(["submit-experiment", str(exp), "--root", str(root / "missing"), "--authors", "A"]) == 2
+    assert "no leaderboards directory" in capsys.readouterr().out

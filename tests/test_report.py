@@ -40,7 +40,7 @@ def report_dir(runs_dir, tmp_path_factory) -> Path:
 
 def test_load_results_is_one_tidy_table(runs_dir):
     df = seedbench.report.load_results(runs_dir)
-    assert list(df.columns) == ["run", "env", "agent", "model", "seed", "iteration", "trajectories", "env_steps",
+    assert list(df.columns) == ["run", "env", "agent", "arm", "model", "seed", "iteration", "trajectories", "env_steps",
                                 "generated_tokens", "metric", "value"]
     assert set(df.agent) == {"grpo", "seed"} and set(df.seed) == {0, 1, 2, 9}
     metrics = set(df.metric)
@@ -107,16 +107,17 @@ def test_generalization_table_puts_splits_side_by_side(runs_dir):
 def test_report_files(report_dir):
     md = (report_dir / "report.md").read_text()
     html = (report_dir / "report.html").read_text()
-    for section in ("Final performance", "Sample efficiency", "Generalization", "SEED diagnostics",
-                    "Protocol cards", "Run manifest"):
+    for section in ("Learning curves", "Final performance", "Sample efficiency", "Generalization", "SEED diagnostics",
+                    "Protocol cards", "Compute", "Run manifest"):
         assert f"## {section}" in md and section in html
     assert "incomplete run(s) excluded" in md and "alfworld__grpo__s9" in md
     assert "macro success" in md and "micro success" in md and "P(agent > grpo)" in md
     assert "Example skills of `seed`" in md
-    for name in ("sample_efficiency_alfworld__tiny.png", "seed_diagnostics_alfworld__tiny.png"):
+    for name in ("learning_curves_alfworld__tiny.png", "sample_efficiency_alfworld__tiny.png",
+                 "seed_diagnostics_alfworld__tiny.png"):
         assert (report_dir / "plots" / name).is_file() and f"plots/{name}" in md
     # self-contained: figures inline, nothing fetched from elsewhere
-    assert html.count("data:image/png;base64,") == 2
+    assert html.count("data:image/png;base64,") == 3
     assert "src=\"http" not in html and "<script" not in html and "<link" not in html
 
 
@@ -203,3 +204,152 @@ def test_paired_difference_interval_keeps_each_task_pair_together():
     assert one.point == 1 and math.isnan(one.low)
     with pytest.raises(ValueError, match="one value per task"):
         paired_difference_ci([0, 1], [1])
+
+
+# ----------------------------------------------------------------------------------------------------
+# A study: arms with labels (GRPO, a no-learning GRPO control, SEED, a SEED ablation), a generalization split
+
+STUDY_ARMS = {"grpo": ("grpo", {}), "control": ("grpo", {"optim.lr": 0}), "seed": ("seed", {}),
+              "seed-no-opd": ("seed", {"algo.opd_coef": 0})}
+STUDY_FINAL = {"grpo": 0.55, "control": synthetic.NO_LEARNING, "seed": 0.8, "seed-no-opd": 0.7}
+
+
+@pytest.fixture(scope="module")
+def study_dir(tmp_path_factory) -> Path:
+    from seedbench.training.experiments.arm import write_arm
+
+    root = tmp_path_factory.mktemp("study")
+    for arm, (agent, overrides) in STUDY_ARMS.items():
+        for seed in range(4):
+            run = root / f"frozenlake__{arm}__tiny__s{seed}"
+            write_arm(run, arm, agent, "study", overrides)
+            synthetic.write_run(run, env="frozenlake", agent=agent, seed=seed, iterations=6, eval_every=2,
+                                splits=("test", "test_large"), num_tasks=20, final_success=STUDY_FINAL[arm])
+    return root
+
+
+def _final(run_dir: Path, split: str = "test") -> float:
+    records = [json.loads(line) for line in (run_dir / "eval.jsonl").read_text().splitlines()]
+    return [r for r in records if r["split"] == split][-1]["success_micro"]
+
+
+def test_study_groups_by_arm_and_recognises_the_control(study_dir):
+    runs = read_runs(study_dir)
+    groups = tables.group_runs(runs)
+    assert list(groups[("frozenlake", "tiny")]) == ["control", "grpo", "seed", "seed-no-opd"]
+    assert all(len(rs) == 4 for rs in groups[("frozenlake", "tiny")].values())
+    arms = {r["arm"]: r for r in tables.arms_table(runs)}
+    assert arms["control"]["agents"] == ["grpo"] and arms["control"]["set"] == {"optim.lr": 0}
+    assert [a for a, r in arms.items() if r["control"]] == ["control"]
+    grpo_runs = groups[("frozenlake", "tiny")]["grpo"]
+    for run in grpo_runs:  # an arm of another name is a control when its runs were started with lr 0
+        run.arm_set = {"optim.lr": 0.0}
+    assert tables.is_control("frozen", grpo_runs) and not tables.is_control("grpo", [])
+
+
+def test_study_learning_curves_are_means_over_seeds_per_iteration(study_dir):
+    runs = read_runs(study_dir)
+    curves = tables.learning_curve_table(runs, "test", n_resamples=200)
+    seed = curves[curves.agent == "seed"]
+    assert list(seed.iteration) == [0, 2, 4, 6] and set(seed.seeds) == {4}
+    last = seed[seed.iteration == 6].iloc[0]
+    by_hand = np.mean([_final(study_dir / f"frozenlake__seed__tiny__s{s}") for s in range(4)])
+    assert last["mean"] == pytest.approx(by_hand) and last["low"] <= by_hand <= last["high"]
+    control = curves[curves.agent == "control"]
+    assert control["mean"].max() < 0.3 < seed["mean"].iloc[-1]  # the control does not learn; SEED does
+
+
+def test_study_final_table_iqm_and_probability_of_improvement_by_hand(study_dir):
+    runs = read_runs(study_dir)
+    table = tables.final_table(runs, baseline="grpo", n_resamples=500).set_index("agent")
+    seed = [_final(study_dir / f"frozenlake__seed__tiny__s{s}") for s in range(4)]
+    grpo = [_final(study_dir / f"frozenlake__grpo__tiny__s{s}") for s in range(4)]
+    assert table.loc["seed", "micro_mean"] == pytest.approx(np.mean(seed))
+    assert table.loc["seed", "micro_iqm"] == pytest.approx(np.mean(sorted(seed)[1:3]))  # 4 seeds: middle two
+    assert table.loc["seed", "micro_iqm_low"] <= table.loc["seed", "micro_iqm"] <= table.loc["seed", "micro_iqm_high"]
+    pairs = [1.0 if a > b else 0.5 if a == b else 0.0 for a in seed for b in grpo]
+    assert table.loc["seed", "poi"] == pytest.approx(np.mean(pairs))
+    assert table.loc["seed", "poi_low"] <= table.loc["seed", "poi"] <= table.loc["seed", "poi_high"]
+    assert table.loc["control", "poi"] == pytest.approx(0.0)  # every GRPO seed beats every control seed
+    assert math.isnan(table.loc["grpo", "poi"])
+
+
+def test_study_generalization_split_is_reported_apart(study_dir):
+    runs = read_runs(study_dir)
+    gen = tables.generalization_table(runs, n_resamples=200).set_index("agent")
+    large = [_final(study_dir / f"frozenlake__seed-no-opd__tiny__s{s}", "test_large") for s in range(4)]
+    test = [_final(study_dir / f"frozenlake__seed-no-opd__tiny__s{s}") for s in range(4)]
+    assert gen.loc["seed-no-opd", "test_large:micro"] == pytest.approx(np.mean(large))
+    assert gen.loc["seed-no-opd", "gap:test_large"] == pytest.approx(np.mean(np.subtract(test, large)))
+
+
+def test_skill_duplicate_share_by_hand(tmp_path):
+    run_dir = synthetic.write_run(tmp_path / "r", agent="grpo", iterations=1)
+    skills = [{"iteration": 1, "parsed": True, "skill": "Check the goal first."},
+              {"iteration": 1, "parsed": True, "skill": "check  the goal FIRST."},  # same skill, other spelling
+              {"iteration": 2, "parsed": True, "skill": "Avoid holes."},
+              {"iteration": 2, "parsed": True, "skill": "Check the goal first."},
+              {"iteration": 2, "parsed": False, "skill": ""}]  # a failed analysis is not a skill
+    (run_dir / "skills.jsonl").write_text("".join(json.dumps(s) + "\n" for s in skills))
+    assert tables.skill_duplicates(read_runs(tmp_path)) == {"skills": 4, "distinct": 2, "duplicate_share": 0.5}
+    assert math.isnan(tables.skill_duplicates([])["duplicate_share"])
+
+
+def test_study_time_per_phase_by_hand(study_dir):
+    rows = {r["agent"]: r for r in tables.phase_time_rows(read_runs(study_dir))}
+    grpo, seed = rows["grpo"]["seconds"], rows["seed"]["seconds"]
+    # synthetic.PHASE_SECONDS: rollout 2, prepare 0.1, update 1 → 3.1 s per iteration, 6 iterations
+    assert (grpo["rollout"], grpo["prepare"], grpo["update"], grpo["iteration"]) == pytest.approx((2.0, 0.1, 1.0, 3.1))
+    assert rows["grpo"]["total_s"] == pytest.approx(18.6) and rows["grpo"]["runs"] == 4
+    assert rows["grpo"]["iterations"] == 6 and rows["grpo"]["env"] == "frozenlake" and math.isnan(grpo["analysis"])
+    # SEED's prepare holds analysis 0.5 + rescore 0.25
+    assert (seed["analysis"], seed["rescore"], seed["prepare"]) == pytest.approx((0.5, 0.25, 0.85))
+    assert seed["iteration"] == pytest.approx(3.85) and rows["seed"]["total_s"] == pytest.approx(23.1)
+
+
+def test_study_report_has_every_section(study_dir, tmp_path):
+    files = seedbench.report.build_report([study_dir], tmp_path, n_resamples=200)
+    md = files.markdown.read_text()
+    assert "| frozenlake | tiny | `control` | grpo | optim.lr=0 | 0, 1, 2, 3 | yes |" in md  # arms in the overview
+    assert "| `seed-no-opd` | seed | algo.opd_coef=0 |" in md
+    learning = md.split("## Learning curves")[1].split("## Final performance")[0]
+    assert "| agent | it 0 | it 2 | it 4 | it 6 |" in learning and "| control | 10.0 |" in learning
+    assert (tmp_path / "plots" / "learning_curves_frozenlake__tiny.png").is_file()
+    final = md.split("## Final performance")[1].split("## Sample efficiency")[0]
+    assert "micro IQM % [95% CI]" in final and "P(agent > grpo) [95% CI]" in final
+    assert "| seed-no-opd | 4 |" in final
+    gen = md.split("## Generalization")[1].split("## SEED diagnostics")[0]
+    assert "test\\_large micro % [95% CI]" in gen or "test_large micro % [95% CI]" in gen
+    seed = md.split("## SEED diagnostics")[1].split("## Protocol cards")[0]
+    assert "| seed | analysis success |" in seed and "| seed-no-opd | analysis success |" in seed
+    assert "| agent | parsed skills | distinct | duplicate share % |" in seed
+    assert "Example skills of `seed`" in seed and "Example skills of `seed-no-opd`" in seed
+    compute = md.split("## Compute")[1].split("## Run manifest")[0]
+    assert "| frozenlake | tiny | seed | 4 | 6 | 2.00 | 1.50 | 0.25 | 0.85 | 0.50 | 0.25 | 1.00 | 3.85 | 23.10 |" in compute
+    assert "| frozenlake | tiny | grpo | 4 | 6 | 2.00 | 1.50 | 0.25 | 0.10 | – | – | 1.00 | 3.10 | 18.60 |" in compute
+
+
+def test_control_curve_is_drawn_grey(study_dir):
+    import matplotlib.image
+    import io
+
+    from seedbench.report import plots
+
+    runs = read_runs(study_dir)
+    curves = {"test": tables.learning_curve_table(runs, "test", n_resamples=100)}
+    colors = plots.agent_colors(["control", "grpo", "seed", "seed-no-opd"])
+
+    def grey_pixels(controls):
+        pixels = matplotlib.image.imread(io.BytesIO(plots.learning_curves(curves, ["test"], "t", controls, colors)))
+        return int((np.abs(pixels[..., :3] - 127 / 255) < 0.02).all(axis=-1).sum())
+
+    assert grey_pixels({"control"}) > grey_pixels(set()) + 200
+
+
+def test_report_cli_marks_named_arms_as_controls(study_dir, tmp_path):
+    assert seedbench.report.main([str(study_dir), "--out", str(tmp_path), "--no-plots", "--resamples", "50",
+                                  "--control", "seed-no-opd"]) == 0
+    md = (tmp_path / "report.md").read_text()
+    assert "| frozenlake | tiny | `seed-no-opd` | seed | algo.opd_coef=0 | 0, 1, 2, 3 | yes |" in md
+    assert "| frozenlake | tiny | `grpo` | grpo | – | 0, 1, 2, 3 | no |" in md
+    assert "| seed-no-opd (control) |" in md

@@ -1,6 +1,7 @@
 """Leaderboards for training methods: data in git, validated and built by the library.
 
     seedbench leaderboard submit RUNS... --method NAME --authors A B [--board KEY] [--paper URL] ...
+    seedbench leaderboard submit-experiment EXPERIMENT_DIR --authors A [--budget-label cpu-study] [--method ARM=NAME]
     seedbench leaderboard validate [FOLDER...]   (each action takes --root DIR, default leaderboards/)
     seedbench leaderboard build
 
@@ -18,11 +19,12 @@ from typing import Sequence
 
 from seedbench.leaderboard.build import BuildError, build
 from seedbench.leaderboard.schema import Board, Problem, board_key
+from seedbench.leaderboard.study import submit_experiment
 from seedbench.leaderboard.submit import SubmitError, submit
 from seedbench.leaderboard.catalogue import Catalogue, load_catalogue
 
 __all__ = ["Board", "BuildError", "Catalogue", "Problem", "SubmitError", "board_key", "build", "load_catalogue",
-           "main", "submit"]
+           "main", "submit", "submit_experiment"]
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -44,6 +46,20 @@ def _parser() -> argparse.ArgumentParser:
     s.add_argument("--date", help="YYYY-MM-DD for the folder name (default: today)")
     s.add_argument("--overwrite", action="store_true", help="replace an existing folder of the same name")
 
+    e = sub.add_parser("submit-experiment", parents=[common],
+                       help="one submission per arm of an experiment (creates the study's board when missing)")
+    e.add_argument("paths", nargs="+", help="the experiment directory (or its run directories): one env × model")
+    e.add_argument("--authors", nargs="+", required=True)
+    e.add_argument("--board", help="board key (default: env version __ base model __ budget label or <N>it)")
+    e.add_argument("--budget-label", help="name the budget in the board key, e.g. cpu-study")
+    e.add_argument("--title", help="title of a board this creates")
+    e.add_argument("--method", nargs="+", default=[], metavar="ARM=NAME",
+                   help="row names per arm (default: the arm's label)")
+    e.add_argument("--compute", help="compute used (default: training seconds per run from metrics.jsonl)")
+    e.add_argument("--notes")
+    e.add_argument("--date", help="YYYY-MM-DD for the folder names (default: today)")
+    e.add_argument("--overwrite", action="store_true", help="replace existing folders of the same names")
+
     v = sub.add_parser("validate", parents=[common], help="check submissions; prints every problem with its field path")
     v.add_argument("paths", nargs="*", help="submission or board folders (default: everything under --root)")
 
@@ -62,6 +78,18 @@ def main(argv: Sequence[str] | None = None) -> int:
                             paper=args.paper, code=args.code, compute=args.compute, reproduced=args.reproduced,
                             notes=args.notes, when=when, overwrite=args.overwrite)
             print(f"wrote {folder}; run `seedbench leaderboard build` and commit both")
+            return 0
+        if args.action == "submit-experiment":
+            bad = [m for m in args.method if "=" not in m]
+            if bad:
+                raise SubmitError(f"--method expects ARM=NAME, got {bad[0]!r}")
+            when = date.fromisoformat(args.date) if args.date else None
+            folders = submit_experiment(args.paths, root=root, authors=args.authors, board=args.board,
+                                        budget_label=args.budget_label, title=args.title,
+                                        methods=dict(m.split("=", 1) for m in args.method), compute=args.compute,
+                                        notes=args.notes, when=when, overwrite=args.overwrite)
+            print(f"wrote {len(folders)} submission(s) to {folders[0].parent}: "
+                  + ", ".join(f.name for f in folders) + "; run `seedbench leaderboard build` and commit them")
             return 0
         if args.action == "validate":
             catalogue = load_catalogue(root, only=[Path(p) for p in args.paths] or None)

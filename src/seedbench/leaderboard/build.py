@@ -42,11 +42,39 @@ def _final_values(sub: Submission, metric: str) -> list[float]:
     return [float(seed["final"][metric]) for seed in sub.summary["seeds"] if metric in seed.get("final", {})]
 
 
+def _arm(sub: Submission) -> str:
+    """The submission's arm: an experiment arm's label, else its agent."""
+    return str(sub.summary.get("arm") or sub.summary.get("agent", ""))
+
+
 def _baseline(board: Board, subs: list[Submission]) -> Submission | None:
-    """The board's reference run: its latest seedbench submission of the baseline agent."""
-    candidates = [s for s in subs if s.source == "seedbench"
-                  and canonical_agent(s.summary.get("agent", "")) == canonical_agent(board.baseline)]
+    """The board's reference run: its latest seedbench submission of the baseline arm, else of the baseline
+    agent without an arm label (a GRPO control, labelled, is never the baseline)."""
+    ours = [s for s in subs if s.source == "seedbench"]
+    candidates = [s for s in ours if s.summary.get("arm") == board.baseline] or [
+        s for s in ours if not s.summary.get("arm")
+        and canonical_agent(s.summary.get("agent", "")) == canonical_agent(board.baseline)]
     return max(candidates, key=lambda s: s.name) if candidates else None
+
+
+SEEDBENCH_PROTOCOL = (("max_steps", "step limit"), ("iterations", "updates"), ("tasks_per_batch", "tasks/batch"),
+                      ("group_size", "group"), ("num_tasks", "eval tasks"), ("temperature", "eval temperature"))
+
+
+def seedbench_protocol_text(summary: dict[str, Any]) -> str:
+    """One line of what a seedbench submission was trained and evaluated under: model, step limit, updates,
+    batch, group size, seeds, commit, and an arm's overrides."""
+    protocol = summary.get("protocol") if isinstance(summary.get("protocol"), dict) else {}
+    parts = [f"model {summary.get('model')}"]
+    parts += [f"{label} {protocol[key]}" for key, label in SEEDBENCH_PROTOCOL if protocol.get(key) is not None]
+    seeds = protocol.get("seeds")
+    if isinstance(seeds, list):
+        parts.append("seeds " + " ".join(map(str, seeds)))
+    parts.append(f"commit {str(summary.get('git_hash') or '?')[:10]}")
+    overrides = summary.get("overrides")
+    if isinstance(overrides, dict) and overrides:
+        parts.append("set " + " ".join(f"{k}={v}" for k, v in sorted(overrides.items(), key=lambda kv: str(kv[0]))))
+    return ", ".join(parts)
 
 
 def board_rows(board: Board, subs: list[Submission]) -> list[dict[str, Any]]:
@@ -62,12 +90,13 @@ def board_rows(board: Board, subs: list[Submission]) -> list[dict[str, Any]]:
                 baseline_values = _final_values(base, metric)
             agg = T.summarize_scores(_final_values(sub, metric), baseline_values)
             rows.append({"board": board.name, "source": "seedbench", "submission": sub.name,
-                         "method": sub.metadata["method"], "agent": canonical_agent(sub.summary["agent"]), "model": sub.summary["model"],
-                         "metric": metric, "n_seeds": agg["n"], "mean": agg["mean"], "low": agg["low"],
+                         "method": sub.metadata["method"], "agent": canonical_agent(sub.summary["agent"]),
+                         "arm": _arm(sub), "model": sub.summary["model"], "metric": metric, "n_seeds": agg["n"], "mean": agg["mean"], "low": agg["low"],
                          "high": agg["high"], "iqm": agg["iqm"], "std": _std(_final_values(sub, metric)),
                          "average": "micro" if metric.endswith("_micro") else ("macro" if metric.endswith("_macro") else ""),
                          "poi_vs_baseline": agg["poi"], "poi_low": agg["poi_low"], "poi_high": agg["poi_high"],
-                         "reproduced": bool(sub.metadata.get("reproduced")), "is_baseline": sub is base})
+                         "reproduced": bool(sub.metadata.get("reproduced")), "is_baseline": sub is base,
+                         "protocol": seedbench_protocol_text(sub.summary)})
     return rows
 
 
@@ -186,21 +215,24 @@ def board_section(board: Board, subs: list[Submission]) -> Section:
         header = ["rank", "method", "agent", "seeds", f"{md_escape(_short(board.primary_metric))} % [95% CI]", "IQM %"]
         others = [m for m in board.metrics if m != board.primary_metric]
         header += [f"{md_escape(_short(m))} % [95% CI]" for m in others]
-        header += [f"P(> {md_escape(board.baseline)}) [95% CI]", "reproduced", "compute", "links", "submission"]
+        header += [f"P(> {md_escape(board.baseline)}) [95% CI]", "reproduced", "compute", "protocol", "links",
+                   "submission"]
         table_rows = []
         subs_by_name = {s.name: s for s in subs}
         for rank, name in enumerate(order, 1):
             r = by_sub[name][board.primary_metric]
-            cells = [str(rank), md_escape(r["method"]), md_escape(r["agent"]), str(r["n_seeds"]),
+            agent = r["agent"] if r["arm"] == r["agent"] else f"{r['agent']} (arm {r['arm']})"
+            cells = [str(rank), md_escape(r["method"]), md_escape(agent), str(r["n_seeds"]),
                      T.fmt_ci(r["mean"], r["low"], r["high"]),
                      T.fmt_pct(r["iqm"])]
             cells += [T.fmt_ci(by_sub[name][m]["mean"], by_sub[name][m]["low"], by_sub[name][m]["high"]) for m in others]
             poi = "baseline" if r["is_baseline"] else ("–" if math.isnan(r["poi_vs_baseline"]) else
                                                        T.fmt_ci(r["poi_vs_baseline"], r["poi_low"], r["poi_high"], pct=False))
             meta = subs_by_name[name].metadata
-            cells += [poi, "yes" if r["reproduced"] else "no", _compute(meta), links(meta), md_code(name)]
+            cells += [poi, "yes" if r["reproduced"] else "no", _compute(meta), md_escape(r["protocol"]), links(meta),
+                      md_code(name)]
             table_rows.append(cells)
-        numeric = [True, False, False] + [True] * (len(header) - 8) + [True, False, False, False, False]
+        numeric = [True, False, False] + [True] * (len(header) - 9) + [True, False, False, False, False, False]
         ours.add(Table(header, table_rows, numeric=numeric[:len(header)]))
     section.add(ours)
 

@@ -51,6 +51,10 @@ def slug(text: str) -> str:
 
 
 def budget_slug(budget: dict[str, Any]) -> str:
+    """A board's budget in its key: its ``label`` when it has one (``cpu-study``: a study's board, whose
+    budget fields are still checked), else ``<N>it`` or ``<N>traj``."""
+    if budget.get("label"):
+        return slug(str(budget["label"]))
     if budget.get("iterations"):
         return f"{int(budget['iterations'])}it"
     if budget.get("trajectories"):

@@ -37,7 +37,9 @@ METADATA_FIELDS = {"method", "authors", "paper", "code", "compute", "reproduced"
 METADATA_REQUIRED = ("method", "authors", "compute", "reproduced", "source")
 SUMMARY_COMMON = {"schema", "board", "source", "agent", "model", "env", "env_id", "budget", "notes"}
 SUMMARY_SEEDBENCH = SUMMARY_COMMON | {"seedbench_version", "git_hash", "eval_task_hash", "eval_task_ids", "protocol",
-                                      "seeds"}
+                                      "seeds", "arm", "overrides"}
+"""``arm`` and ``overrides``: an experiment arm's label and its config overrides (`seedbench.training.experiments
+.arm`), so a GRPO control with ``optim.lr: 0`` is its own row, filed under its label."""
 SUMMARY_PAPER = SUMMARY_COMMON | {"reported", "where", "protocol"}
 PAPER_PROTOCOL_INTS = ("max_steps", "updates", "tasks_per_batch", "group_size", "seeds")
 PAPER_PROTOCOL_TEXTS = ("model", "framework", "framework_commit", "eval_split")
@@ -297,7 +299,17 @@ def _check_identity(s: dict[str, Any], sub: Submission, board: Board | None, boa
         else:
             c.string(key, s[key])
     match = FOLDER_RE.match(sub.name)
-    if match and isinstance(s.get("agent"), str) and slug(s["agent"]) != match.group(2).lower():
+    arm = s.get("arm")
+    if arm is not None:
+        from seedbench.training.experiments.arm import label_problem
+
+        if label_problem(arm):
+            c.add("arm", label_problem(arm))
+        elif match and slug(arm) != match.group(2).lower():
+            c.add("arm", f"arm {arm!r} does not match the folder name (expected …_{slug(arm)}_…)")
+        if not isinstance(s.get("overrides", {}), dict):
+            c.add("overrides", f"expected a mapping of config keys to values, got {_describe(s.get('overrides'))}")
+    elif match and isinstance(s.get("agent"), str) and slug(s["agent"]) != match.group(2).lower():
         c.add("agent", f"agent {s['agent']!r} does not match the folder name (expected …_{slug(s['agent'])}_…)")
     if match and isinstance(s.get("model"), str) and slug(s["model"]) != match.group(3).lower():
         c.add("model", f"model {s['model']!r} does not match the folder name (expected …_{slug(s['model'])})")

@@ -2,7 +2,9 @@
 
 The summary keeps what a board needs and nothing heavy: per seed the final value of every board metric
 and the eval curve (trajectories and each eval metric at every evaluation), plus the eval task ids and
-their hashes, the protocol card and the versions that produced the runs. The folder is written next to the
+their hashes, the protocol card (the runs' eval protocol with the training budget: iterations, tasks per
+batch, group size, seeds), the versions that produced the runs, and for an experiment arm its label and
+overrides (``arm``, ``overrides``). The folder is written next to the
 board, validated, and removed again if it does not validate, so a failed submit leaves nothing behind.
 """
 
@@ -65,6 +67,19 @@ def find_board(catalogue, env_id: str | None, model: str, iterations: int | None
     raise SubmitError(f"several boards match ({', '.join(b.name for b in matches)}); pass --board")
 
 
+def training_protocol(runs: list[Run]) -> dict[str, Any]:
+    """What the runs were trained under, for the board's protocol column: iterations, tasks per batch,
+    group size and the seeds (the eval half, step limit included, is the runs' own protocol card)."""
+    first = runs[0]
+    rollout = first.config.get("rollout") if isinstance(first.config.get("rollout"), dict) else {}
+    out: dict[str, Any] = {"iterations": int(first.config.get("iterations", first.iterations_done))}
+    for key in ("tasks_per_batch", "group_size"):
+        if isinstance(rollout.get(key), int):
+            out[key] = int(rollout[key])
+    out["seeds"] = sorted(r.seed for r in runs)
+    return out
+
+
 def make_summary(runs: list[Run], board: Board) -> dict[str, Any]:
     first = runs[0]
     hashes: dict[str, str] = {}
@@ -83,10 +98,11 @@ def make_summary(runs: list[Run], board: Board) -> dict[str, Any]:
             final[metric] = value
         seeds.append({"seed": run.seed, "run": run.run, "iterations": run.iterations_done, "final": final,
                       "curve": _curve(run, board)})
-    protocol = dict(first.protocol)
+    protocol = {**training_protocol(runs), **first.protocol}
     ids = first.summary.get("eval_task_ids") or {}
+    arm = {"arm": first.arm, "overrides": dict(first.arm_set)} if first.arm != first.agent or first.arm_set else {}
     return {
-        "schema": SCHEMA, "board": board.name, "source": "seedbench",
+        "schema": SCHEMA, "board": board.name, "source": "seedbench", **arm,
         "env": first.env, "env_id": first.summary.get("env_id"), "agent": first.agent, "model": first.model,
         "budget": {"iterations": int(first.config.get("iterations", first.iterations_done))},
         "seedbench_version": first.summary.get("seedbench_version"), "git_hash": first.summary.get("git_hash"),
@@ -112,16 +128,18 @@ def submit(
     when: date | None = None,
     overwrite: bool = False,
 ) -> Path:
-    """Write ``<root>/<board>/<date>_<agent>_<model>/`` from the complete runs under ``paths``."""
+    """Write ``<root>/<board>/<date>_<agent>_<model>/`` from the complete runs under ``paths`` (runs of one
+    experiment arm: the folder is named after the arm, `seedbench.training.experiments.arm`)."""
     root = Path(root)
     catalogue = load_catalogue(root)
     runs = [r for r in read_runs([Path(p) for p in paths]) if r.complete]
     if not runs:
         raise SubmitError("no complete runs found under " + ", ".join(map(str, paths)))
-    identities = sorted({(r.env, r.agent, r.model) for r in runs})
+    identities = sorted({(r.env, r.arm, r.model) for r in runs})
     if len(identities) != 1:
         raise SubmitError("a submission is one env × agent × model; found " +
-                          "; ".join("/".join(i) for i in identities) + " (pass the runs of one agent)")
+                          "; ".join("/".join(i) for i in identities) + " (pass the runs of one agent, or use "
+                          "`seedbench leaderboard submit-experiment` for every arm of an experiment)")
     first = runs[0]
     if board is None:
         target = find_board(catalogue, first.summary.get("env_id"), first.model, first.config.get("iterations"))
@@ -129,12 +147,20 @@ def submit(
         raise SubmitError(f"unknown board {board!r}; known boards: {', '.join(sorted(catalogue.boards)) or 'none'}")
     else:
         target = catalogue.boards[board]
-    summary = make_summary(runs, target)
     metadata = {"method": method, "authors": list(authors), "paper": paper, "code": code,
                 "compute": compute or "not stated", "reproduced": bool(reproduced), "source": "seedbench"}
     if notes:
         metadata["notes"] = notes
-    name = f"{(when or date.today()).isoformat()}_{slug(first.agent)}_{slug(first.model)}"
+    return write_submission(runs, target, metadata, root, when=when, overwrite=overwrite)
+
+
+def write_submission(runs: list[Run], target: Board, metadata: dict[str, Any], root: Path, *,
+                     when: date | None = None, overwrite: bool = False) -> Path:
+    """Write ``<board>/<date>_<arm>_<model>/`` (summary.json from `runs`, `metadata`), validate it and remove
+    it again if it does not validate."""
+    first = runs[0]
+    summary = make_summary(runs, target)
+    name = f"{(when or date.today()).isoformat()}_{slug(first.arm)}_{slug(first.model)}"
     folder = target.path / name
     if folder.exists():
         if not overwrite:

@@ -5,7 +5,7 @@ Load results yourself with one call::
 
     import seedbench.report
     df = seedbench.report.load_results("experiments/tiny")  # or a run dir, or a results.csv
-    # columns: run, env, agent, model, seed, iteration, trajectories, env_steps, generated_tokens, metric, value
+    # columns: run, env, agent, arm, model, seed, iteration, trajectories, env_steps, generated_tokens, metric, value
 
 Build the report that ``seedbench report`` writes::
 

@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Sequence
 
+import numpy as np
+
 from seedbench.report import stats
 from seedbench.report import tables as T
 from seedbench.report.data import Run, read_runs, results_frame
@@ -35,6 +37,9 @@ class ReportOptions:
     n_resamples: int = stats.DEFAULT_RESAMPLES
     title: str = "seedbench report"
     plots: bool = True
+    controls: Sequence[str] = ()
+    """Arms drawn as no-learning controls (dashed, grey) besides those `tables.is_control` recognises
+    (named ``control…``, or started with ``optim.lr`` 0)."""
 
 
 @dataclass
@@ -51,6 +56,69 @@ def _ci(row, prefix: str) -> str:
 
 def _group_title(env: str, model: str) -> str:
     return f"{E(env)} · {E(model)}"
+
+
+def _controls(runs: list[Run], opts: ReportOptions) -> set[str]:
+    """Arms drawn and labelled as no-learning controls."""
+    named = set(opts.controls)
+    return {arm for agents in T.group_runs(runs).values() for arm, arm_runs in agents.items()
+            if arm in named or T.is_control(arm, arm_runs)}
+
+
+def _arms_block(runs: list[Run], opts: ReportOptions) -> Table | None:
+    """The arms of a study (experiment entries with a label, or with overrides): what each one runs."""
+    rows = T.arms_table(runs)
+    controls = _controls(runs, opts)
+    if all(r["arm"] == r["agents"][0] and not r["set"] and r["arm"] not in controls for r in rows):
+        return None  # plain agents: the overview line says it all
+    return Table(["env", "model", "arm", "agent", "overrides (arm.json)", "seeds", "control"],
+                 [[E(r["env"]), E(r["model"]), C(r["arm"]), E(", ".join(r["agents"])),
+                   E(", ".join(f"{k}={v}" for k, v in sorted(r["set"].items())) or "–"),
+                   E(", ".join(map(str, r["seeds"]))), "yes" if r["arm"] in controls else "no"] for r in rows],
+                 caption="arms: an experiment entry's label (else the agent) and the config overrides it ran with")
+
+
+LEARNING_CURVE_COLUMNS = 12  # eval iterations shown in the table (evenly spaced, first and last kept)
+
+
+def _learning_curve_section(runs: list[Run], opts: ReportOptions) -> Section:
+    section = Section("Learning curves")
+    section.add(Text(
+        "Held-out eval success (micro) at each evaluated iteration: mean over seeds, with the 95 % bootstrap "
+        "interval of that mean as a band; one panel per eval split, every arm on the same axes (SEED's arms "
+        "beside GRPO's), control arms dashed and grey. Only iterations at which every seed of an arm was "
+        "evaluated are shown."))
+    controls = _controls(runs, opts)
+    for (env, model), agents in T.group_runs(runs).items():
+        group = [r for rs in agents.values() for r in rs]
+        splits = T.all_splits(group)
+        if not splits:
+            continue
+        curves = {split: T.learning_curve_table(group, split, n_resamples=opts.n_resamples) for split in splits}
+        blocks = []
+        if opts.plots:
+            from seedbench.report import plots
+
+            colors = plots.agent_colors(agents)
+            png = plots.learning_curves(curves, splits, f"{env} · {model}", controls, colors)
+            blocks.append(Figure(f"learning_curves_{_file_stem(env, model)}", png,
+                                 f"{_group_title(env, model)}: held-out success vs iteration (mean and 95 % band "
+                                 "over seeds; dashed grey: control)"))
+        primary = curves[splits[0]]
+        iterations = sorted(set(primary["iteration"]))
+        if len(iterations) > LEARNING_CURVE_COLUMNS:
+            picks = np.linspace(0, len(iterations) - 1, LEARNING_CURVE_COLUMNS).round().astype(int)
+            iterations = [iterations[i] for i in sorted(set(picks))]
+        rows = []
+        for agent in agents:
+            sub = primary[primary["agent"] == agent].set_index("iteration")
+            label = E(agent) + (" (control)" if agent in controls and "control" not in agent else "")
+            rows.append([label] + [T.fmt_pct(sub.loc[i, "mean"]) if i in sub.index else "–" for i in iterations])
+        blocks.append(Table(["agent"] + [f"it {i}" for i in iterations], rows,
+                            caption=f"mean eval success % on {C(splits[0])} by iteration",
+                            numeric=[False] + [True] * len(iterations)))
+        section.add(Section(_group_title(env, model), blocks))
+    return section
 
 
 def _final_section(runs: list[Run], opts: ReportOptions, warnings: list[str]) -> Section:
@@ -79,9 +147,10 @@ def _final_section(runs: list[Run], opts: ReportOptions, warnings: list[str]) ->
         for _, row in sub.iterrows():
             poi = "baseline" if row["agent"] == opts.baseline else (
                 "–" if math.isnan(row["poi"]) else T.fmt_ci(row["poi"], row["poi_low"], row["poi_high"], pct=False))
-            rows.append([E(row["agent"]), str(row["seeds"]), _ci(row, "micro"), T.fmt_pct(row["micro_iqm"]),
+            rows.append([E(row["agent"]), str(row["seeds"]), _ci(row, "micro"),
+                         T.fmt_ci(row["micro_iqm"], row["micro_iqm_low"], row["micro_iqm_high"]),
                          _ci(row, "macro"), _ci(row, "auc"), poi])
-        header = ["agent", "seeds", "micro success % [95% CI]", "micro IQM %", "macro success % [95% CI]",
+        header = ["agent", "seeds", "micro success % [95% CI]", "micro IQM % [95% CI]", "macro success % [95% CI]",
                   "AUC % [95% CI]", f"P(agent > {E(opts.baseline)}) [95% CI]"]
         table = Table(header, rows, caption=f"split {C(split)}", numeric=[False] + [True] * 6)
         per_type = T.per_type_table(runs=[r for rs in agents.values() for r in rs], split=split)
@@ -203,6 +272,12 @@ def _seed_section(runs: list[Run], opts: ReportOptions, warnings: list[str]) -> 
             if png:
                 blocks.append(Figure(f"seed_diagnostics_{_file_stem(env, model)}", png,
                                      "SEED training signals vs trajectories (mean and 95 % band over seeds)"))
+        duplicates = [[E(agent), str(d["skills"]), str(d["distinct"]), T.fmt_pct(d["duplicate_share"])]
+                      for agent, agent_runs in seed_agents.items() if (d := T.skill_duplicates(agent_runs))]
+        blocks.append(Table(["agent", "parsed skills", "distinct", "duplicate share %"], duplicates,
+                            caption="skills.jsonl over all seeds: a skill is a duplicate when the same run logged "
+                                    "the same text (case and spacing ignored) before",
+                            numeric=[False, True, True, True]))
         for agent, agent_runs in seed_agents.items():
             examples = T.example_skills(agent_runs)
             if not examples:
@@ -238,21 +313,38 @@ def _protocol_section(runs: list[Run], warnings: list[str]) -> Section:
 
 
 def _resources_section(runs: list[Run]) -> Section | None:
-    """What the runs cost (summary.json ``resources``), so equal scores at unequal compute are visible."""
+    """What the runs cost: summary.json ``resources`` per run, and metrics.jsonl ``time/…`` per iteration
+    and phase, so equal scores at unequal compute are visible and SEED's extra passes are priced."""
     rows = T.resource_rows(runs)
-    if not rows:
+    phases = T.phase_time_rows(runs)
+    if not rows and not phases:
         return None
     section = Section("Compute")
-    section.add(Text("CPU-seconds (every process of a run, its finished children included) and GPU-seconds "
-                     "(wall time × GPUs held) per run, mean over the runs that recorded them, and the total. "
-                     "A resumed run counts the work redone after its kill."))
-    section.add(Table(["env", "model", "agent", "runs", "CPU-s / run", "GPU-s / run", "wall-s / run", "CPU-s total",
-                       "GPU-s total"],
-                      [[E(r["env"]), E(r["model"]), E(r["agent"]), str(r["runs"]), f"{r['cpu_s_per_run']:.1f}",
-                        f"{r['gpu_s_per_run']:.1f}", f"{r['wall_s_per_run']:.1f}", f"{r['cpu_s_total']:.1f}",
-                        f"{r['gpu_s_total']:.1f}"] for r in rows],
-                      numeric=[False] * 3 + [True] * 6))
+    if rows:
+        section.add(Text("CPU-seconds (every process of a run, its finished children included) and GPU-seconds "
+                         "(wall time × GPUs held) per run, mean over the runs that recorded them, and the total. "
+                         "A resumed run counts the work redone after its kill."))
+        section.add(Table(["env", "model", "agent", "runs", "CPU-s / run", "GPU-s / run", "wall-s / run",
+                           "CPU-s total", "GPU-s total"],
+                          [[E(r["env"]), E(r["model"]), E(r["agent"]), str(r["runs"]), f"{r['cpu_s_per_run']:.1f}",
+                            f"{r['gpu_s_per_run']:.1f}", f"{r['wall_s_per_run']:.1f}", f"{r['cpu_s_total']:.1f}",
+                            f"{r['gpu_s_total']:.1f}"] for r in rows],
+                          numeric=[False] * 3 + [True] * 6))
+    if phases:
+        section.add(Text("Seconds per iteration by phase (metrics.jsonl `time/…`; each run's mean over its "
+                         "iterations, then the mean over runs). *rollout* = generation + env steps + overhead; "
+                         "*prepare* = advantages and, for SEED, its *analysis* and *rescore* passes; *update* = "
+                         "the gradient step. Total = summed iteration time per run."))
+        names = [name for name, _ in T.PHASES]
+        section.add(Table(["env", "model", "agent", "runs", "iterations"] + [f"{n} s" for n in names] + ["total s / run"],
+                          [[E(r["env"]), E(r["model"]), E(r["agent"]), str(r["runs"]), T.fmt_num(r["iterations"])]
+                           + [_seconds(r["seconds"][n]) for n in names] + [_seconds(r["total_s"])] for r in phases],
+                          numeric=[False] * 3 + [True] * (len(names) + 3)))
     return section
+
+
+def _seconds(value: float) -> str:
+    return "–" if value is None or math.isnan(value) else f"{value:.2f}"
 
 
 def _manifest_section(all_runs: list[Run], used: list[Run], opts: ReportOptions) -> Section:
@@ -261,12 +353,12 @@ def _manifest_section(all_runs: list[Run], used: list[Run], opts: ReportOptions)
     section = Section("Run manifest")
     manifest = T.manifest_table(all_runs)
     used_ids = {r.run for r in used}
-    rows = [[E(row["run"]), E(row["env"]), E(row["agent"]), E(row["model"]), str(row["seed"]),
+    rows = [[E(row["run"]), E(row["env"]), E(row["agent"]), E(row["arm"]), E(row["model"]), str(row["seed"]),
              ("yes" if row["complete"] else "no") + ("" if row["run"] in used_ids else " (excluded)"),
              E(row["iterations"]), E(row["seedbench"]), E(row["git"])]
             for _, row in manifest.iterrows()]
-    section.add(Table(["run", "env", "agent", "model", "seed", "complete", "iterations", "seedbench", "git"], rows,
-                      numeric=[False] * 4 + [True, False, True, False, False]))
+    section.add(Table(["run", "env", "agent", "arm", "model", "seed", "complete", "iterations", "seedbench", "git"],
+                      rows, numeric=[False] * 5 + [True, False, True, False, False]))
     versions = T.package_versions(all_runs)
     if versions:
         section.add(Table(["package", "version(s)"], [[E(k), E(", ".join(map(str, v)))] for k, v in versions.items()],
@@ -309,7 +401,11 @@ def build_document(all_runs: list[Run], opts: ReportOptions) -> tuple[Document, 
         desc = ", ".join(f"{C(a)} × {len(rs)} seeds" for a, rs in agents.items())
         lines.append(f"**{E(env)}** with model {C(model)}: {desc}")
     overview.add(Text(f"{len(used)} runs aggregated ({len(all_runs)} found)."), Bullets(lines))
-    body = [_final_section(used, opts, warnings), _sample_efficiency_section(used, opts)]
+    arms = _arms_block(used, opts)
+    if arms is not None:
+        overview.add(arms)
+    body = [_learning_curve_section(used, opts), _final_section(used, opts, warnings),
+            _sample_efficiency_section(used, opts)]
     for maybe in (_generalization_section(used, opts), _seed_section(used, opts, warnings)):
         if maybe is not None:
             body.append(maybe)
@@ -364,13 +460,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--resamples", type=int, default=stats.DEFAULT_RESAMPLES, help="bootstrap resamples")
     parser.add_argument("--title", default="seedbench report")
     parser.add_argument("--no-plots", action="store_true", help="skip figures (faster)")
+    parser.add_argument("--control", nargs="+", default=[], metavar="ARM",
+                        help="arms to draw as no-learning controls (besides arms named control… or run with "
+                             "optim.lr 0)")
     args = parser.parse_args(argv)
     if any(not 0 <= x <= 1 for x in args.reach):
         print("error: --reach values are success rates between 0 and 1 (e.g. 0.5)")
         return 2
     opts = ReportOptions(baseline=args.baseline, thresholds=tuple(args.reach),
                          include_incomplete=args.include_incomplete, n_resamples=args.resamples,
-                         title=args.title, plots=not args.no_plots)
+                         title=args.title, plots=not args.no_plots, controls=tuple(args.control))
     try:
         files = build_report(args.paths, args.out, opts)
     except (FileNotFoundError, ValueError) as err:

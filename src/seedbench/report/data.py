@@ -1,7 +1,10 @@
 """Reading run directories into tidy pandas tables.
 
-A *results table* has one row per (run, budget point, metric): columns ``run, env, agent, model, seed,
-iteration, trajectories, env_steps, generated_tokens, metric, value``. Any of the four budget columns
+A *results table* has one row per (run, budget point, metric): columns ``run, env, agent, arm, model, seed,
+iteration, trajectories, env_steps, generated_tokens, metric, value``. ``arm`` is the experiment arm the
+run belongs to: the label its experiment spec gave it (``arm.json``, `seedbench.training.experiments.arm`),
+else the agent's name; reports and leaderboards group runs by arm, so a GRPO control with ``optim.lr: 0``
+is its own row next to GRPO. Any of the four budget columns
 can serve as a curve's x axis. Metric names are those of the run directory: training metrics as logged
 in ``metrics.jsonl`` (``rollout/success``, ``seed/gate_mean``, ...) and evaluations flattened from
 ``eval.jsonl`` as
@@ -23,7 +26,7 @@ from typing import Any, Iterator
 from seedbench.jsonio import read_json, read_jsonl
 
 BUDGET_COLUMNS = ("iteration", "trajectories", "env_steps", "generated_tokens")
-RESULT_COLUMNS = ("run", "env", "agent", "model", "seed", *BUDGET_COLUMNS, "metric", "value")
+RESULT_COLUMNS = ("run", "env", "agent", "arm", "model", "seed", *BUDGET_COLUMNS, "metric", "value")
 _RUN_MARKERS = ("summary.json", "metrics.jsonl", "config.yaml")
 _NOT_METRICS = {"iteration", *BUDGET_COLUMNS}
 
@@ -44,6 +47,11 @@ class Run:
     config: dict[str, Any] = field(default_factory=dict)
     metrics: list[dict[str, Any]] = field(default_factory=list)
     evals: list[dict[str, Any]] = field(default_factory=list)
+    arm: str = ""  # the experiment arm (arm.json), else the agent
+    arm_set: dict[str, Any] = field(default_factory=dict)  # the arm's own overrides (arm.json `set`)
+
+    def __post_init__(self):
+        self.arm = self.arm or self.agent
 
     @property
     def protocol(self) -> dict[str, Any]:
@@ -131,6 +139,9 @@ def read_run(path: str | Path, run_id: str | None = None) -> Run:
     model = summary.get("model") or config.get("model") or {}
     model_name = model.get("name") if isinstance(model, dict) else str(model)
     seed = summary.get("seed", config.get("seed"))
+    from seedbench.training.experiments.arm import read_arm
+
+    arm = read_arm(path)
     iterations_done = summary.get("iterations_done")
     if iterations_done is None:
         iterations_done = max((int(m.get("iteration", 0)) for m in metrics), default=0)
@@ -147,6 +158,8 @@ def read_run(path: str | Path, run_id: str | None = None) -> Run:
         config=config,
         metrics=metrics,
         evals=evals,
+        arm=str(arm.get("arm") or ""),
+        arm_set=dict(arm.get("set") or {}) if isinstance(arm.get("set"), dict) else {},
     )
 
 
@@ -164,7 +177,7 @@ def read_runs(paths: str | Path | list[str | Path]) -> list[Run]:
     if len(set(ids)) != len(ids):  # the same relative name under two roots: fall back to full paths
         for r in runs:
             r.run = r.path.as_posix()
-    return sorted(runs, key=lambda r: (r.env, r.model, r.agent, r.seed, r.run))
+    return sorted(runs, key=lambda r: (r.env, r.model, r.arm, r.seed, r.run))
 
 
 def _budget(record: dict[str, Any]) -> list[Any]:
@@ -172,7 +185,7 @@ def _budget(record: dict[str, Any]) -> list[Any]:
 
 
 def result_rows(run: Run) -> Iterator[tuple]:
-    ident = (run.run, run.env, run.agent, run.model, run.seed)
+    ident = (run.run, run.env, run.agent, run.arm, run.model, run.seed)
     for record in run.metrics:
         budget = _budget(record)
         for key, value in record.items():
@@ -207,16 +220,18 @@ def load_results(path: str | Path | list[str | Path]):
     """Load results as one tidy pandas DataFrame.
 
     ``path``: a run directory, a directory of runs (an experiment), a list of those, or a
-    ``results.csv`` written by `seedbench report`. Columns: ``run, env, agent, model, seed, iteration,
+    ``results.csv`` written by `seedbench report`. Columns: ``run, env, agent, arm, model, seed, iteration,
     trajectories, env_steps, generated_tokens, metric, value``. Example::
 
         df = seedbench.report.load_results("experiments/tiny")
-        final = df[df.metric == "eval/test/success_micro"].groupby(["agent", "seed"]).last()
+        final = df[df.metric == "eval/test/success_micro"].groupby(["arm", "seed"]).last()
     """
     import pandas as pd
 
     if not isinstance(path, list) and Path(path).is_file():
-        frame = pd.read_csv(path, dtype={"run": str, "env": str, "agent": str, "model": str, "metric": str})
+        frame = pd.read_csv(path, dtype={"run": str, "env": str, "agent": str, "arm": str, "model": str, "metric": str})
+        if "arm" not in frame.columns and "agent" in frame.columns:  # written before arms existed
+            frame.insert(list(frame.columns).index("agent") + 1, "arm", frame["agent"])
         missing = [c for c in RESULT_COLUMNS if c not in frame.columns]
         if missing:
             raise ValueError(f"{path}: not a seedbench results table (missing columns {missing})")
@@ -233,8 +248,8 @@ def runs_frame(runs: list[Run]):
     rows = []
     for r in runs:
         rows.append({
-            "run": r.run, "env": r.env, "env_id": r.summary.get("env_id"), "agent": r.agent, "model": r.model,
-            "seed": r.seed, "complete": r.complete, "iterations_done": r.iterations_done,
+            "run": r.run, "env": r.env, "env_id": r.summary.get("env_id"), "agent": r.agent, "arm": r.arm,
+            "model": r.model, "seed": r.seed, "complete": r.complete, "iterations_done": r.iterations_done,
             "iterations": r.config.get("iterations"),
             "seedbench_version": r.summary.get("seedbench_version"), "git_hash": r.summary.get("git_hash"),
             "model_checksum": (r.summary.get("model") or {}).get("checksum") if isinstance(r.summary.get("model"), dict) else None,

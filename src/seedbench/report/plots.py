@@ -100,3 +100,41 @@ def seed_diagnostics(agents: dict[str, list[Run]], title: str, colors: dict[str,
     fig.suptitle(title)
     fig.tight_layout()
     return _png(fig)
+
+
+CONTROL_COLOR = "#7f7f7f"
+
+
+def learning_curves(curves: dict[str, "object"], splits: list[str], title: str, controls: set[str],
+                    colors: dict[str, str] | None = None) -> bytes:
+    """Held-out success vs training iteration, one panel per eval split: every arm's mean over seeds with
+    its 95 % band (`tables.learning_curve_table` rows, keyed by split); control arms dashed and grey, so
+    what the learning arms add over no learning is read off directly."""
+    plt = _pyplot()
+    fig, axes = plt.subplots(1, len(splits), figsize=(5.2 * len(splits), 3.6), sharey=True, squeeze=False)
+    arms = sorted({a for table in curves.values() for a in table["agent"]})
+    colors = colors or agent_colors([a for a in arms if a not in controls])
+    for ax, split in zip(axes[0], splits):
+        table = curves[split]
+        for arm in arms:
+            rows = table[table["agent"] == arm].sort_values("iteration")
+            if not len(rows):
+                continue
+            control = arm in controls
+            color = CONTROL_COLOR if control else colors[arm]
+            x, mean = rows["iteration"].to_numpy(float), rows["mean"].to_numpy(float)
+            low, high = rows["low"].to_numpy(float), rows["high"].to_numpy(float)
+            seeds = int(rows["seeds"].max())
+            ax.plot(x, mean, color=color, lw=1.6 if control else 2, ls="--" if control else "-", marker="o", ms=3,
+                    label=f"{arm}{' (control)' if control and 'control' not in arm else ''} (n={seeds})")
+            ok = ~np.isnan(low)
+            if ok.any():
+                ax.fill_between(x[ok], low[ok], high[ok], color=color, alpha=0.12 if control else 0.2, lw=0)
+        ax.set_title(f"{split}", fontsize=10)
+        ax.set_xlabel("iteration (RL update)")
+        ax.grid(alpha=0.3)
+    axes[0][0].set_ylabel("held-out success (micro)")
+    axes[0][0].set_ylim(-0.02, 1.02)
+    axes[0][0].legend(loc="best", fontsize=8)
+    fig.suptitle(title)
+    return _png(fig)

@@ -28,6 +28,17 @@ from seedbench.provenance import task_list_hash
 # Hypothetical final success rates of the agents a test can name; anything else gets 0.6.
 AGENT_SKILL = {"grpo": 0.55, "seed": 0.8, "gigpo": 0.7, "random": 0.1}
 SEED_AGENTS = ("seed",)
+NO_LEARNING = 0.1  # the success every synthetic run starts from; a run with ``optim.lr=0`` stays there
+# Seconds per iteration in each phase (``time/…`` of metrics.jsonl): fixed, so tests can check the compute
+# table by hand. SEED's prepare phase holds its analysis and rescoring passes.
+PHASE_SECONDS = {"time/rollout_s": 2.0, "time/generation_s": 1.5, "time/env_s": 0.25, "time/prepare_s": 0.1,
+                 "time/update_s": 1.0}
+SEED_PHASE_SECONDS = {"time/analysis_s": 0.5, "time/rescore_s": 0.25}
+
+
+def is_seed_agent(agent: str) -> bool:
+    """SEED and its ablations (``seed-…``) log skills and ``seed/`` metrics."""
+    return agent in SEED_AGENTS or agent.startswith("seed-")
 
 
 def task_list(split: str, num_tasks: int) -> list[str]:
@@ -60,7 +71,7 @@ class _Simulator:
         progress = 1 - math.exp(-3.0 * iteration / max(self.iterations, 1))
         split_penalty = 0.08 * self.splits.index(split)
         type_offset = 0.1 * (self.task_types.index(task_type) - (len(self.task_types) - 1) / 2)
-        value = 0.1 + (self.final + self.jitter - 0.1) * progress - split_penalty + type_offset
+        value = NO_LEARNING + (self.final + self.jitter - NO_LEARNING) * progress - split_penalty + type_offset
         return float(min(max(value, 0.0), 1.0))
 
     def counters(self, iteration: int) -> dict[str, int]:
@@ -74,7 +85,8 @@ class _Simulator:
         record = {"iteration": iteration, **self.counters(iteration), "time_s": 0.5 * iteration,
                   "rollout/success": float(np.clip(success, 0, 1)), "rollout/return": float(np.clip(success, 0, 1)),
                   "train/loss": float(1.0 / (1 + iteration) + rng.normal(0, 0.01))}
-        if self.agent in SEED_AGENTS:
+        record.update(self.timing())
+        if is_seed_agent(self.agent):
             record.update({
                 "seed/analysis_success_rate": float(min(1.0, 0.4 + 0.05 * iteration)),
                 "seed/gate_mean": float(0.5 + 0.2 * math.exp(-iteration / 5)),
@@ -84,6 +96,14 @@ class _Simulator:
                 "seed/skill_length": float(40 + iteration),
             })
         return record
+
+    def timing(self) -> dict[str, float]:
+        phases = dict(PHASE_SECONDS)
+        if is_seed_agent(self.agent):
+            phases.update(SEED_PHASE_SECONDS)
+            phases["time/prepare_s"] += sum(SEED_PHASE_SECONDS.values())
+        phases["time/iteration_s"] = phases["time/rollout_s"] + phases["time/prepare_s"] + phases["time/update_s"]
+        return phases
 
     def evaluation(self, iteration: int, split: str, temperature: float) -> dict[str, Any]:
         rng = np.random.default_rng([self.rng_seed, iteration, 1 + self.splits.index(split)])
@@ -170,7 +190,7 @@ def write_run(
     for it in range(start + 1, last + 1):
         if sleep_s:
             time.sleep(sleep_s)
-        if agent in SEED_AGENTS:
+        if is_seed_agent(agent):
             for record in sim.skills(it):
                 append_jsonl(run_dir / "skills.jsonl", record)
         append_jsonl(metrics_path, sim.metrics(it))
@@ -215,6 +235,13 @@ def _yaml(data: dict) -> str:
     return yaml.safe_dump(data, sort_keys=False)
 
 
+def _yaml_list(text: str | None) -> list[str]:
+    import yaml
+
+    value = yaml.safe_load(text) if text else None
+    return [str(v) for v in value] if isinstance(value, list) else ([str(value)] if value else [])
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """A fake ``seedbench run`` with the same command line (plus ``--sleep``), for harness tests."""
     parser = argparse.ArgumentParser(prog="seedbench-fake-run")
@@ -230,16 +257,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--resume", action="store_true")
     parser.add_argument("--sleep", type=float, default=float(os.environ.get("SEEDBENCH_FAKE_SLEEP", "0")))
     args = parser.parse_args(argv)
+    from seedbench.training.experiments.arm import holds_run_files
+
     out = Path(args.output)
-    if not args.resume and out.exists() and any(out.iterdir()):
+    if not args.resume and holds_run_files(out):
         print(f"error: {out} is not empty; pass --resume", file=sys.stderr)
         return 2
     with open(out.parent / f"{out.name}.invocations", "a") as log:  # lets tests count the work done
         gpus = os.environ.get("CUDA_VISIBLE_DEVICES")
         log.write(("resume" if args.resume else "fresh") + (f" gpus={gpus}" if gpus is not None else "") + "\n")
     settings = dict(pair.split("=", 1) for pair in args.set if "=" in pair)
+    frozen = float(settings.get("optim.lr", 1)) == 0  # a no-learning control: the curve stays flat
+    splits = _yaml_list(settings.get("eval.splits")) or ["test"]
     write_run(out, env=args.env, agent=args.agent, seed=args.seed, iterations=args.iterations,
               model=args.model, resume=args.resume, sleep_s=args.sleep,
+              final_success=NO_LEARNING if frozen else None, splits=splits,
               eval_every=int(settings.get("eval.every", 2)), num_tasks=int(settings.get("eval.num_tasks", 16)))
     return 0
 

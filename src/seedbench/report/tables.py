@@ -101,10 +101,12 @@ def summarize_scores(
 
 
 def group_runs(runs: Iterable[Run]) -> dict[tuple[str, str], dict[str, list[Run]]]:
-    """``{(env, model): {agent: [runs sorted by seed]}}`` in a stable order."""
+    """``{(env, model): {arm: [runs sorted by seed]}}`` in a stable order. An arm is an experiment entry's
+    label, else the agent (`Run.arm`); the tables below call it ``agent``, as it is the agent for runs
+    outside a labelled experiment."""
     groups: dict[tuple[str, str], dict[str, list[Run]]] = defaultdict(lambda: defaultdict(list))
-    for run in sorted(runs, key=lambda r: (r.env, r.model, r.agent, r.seed, r.run)):
-        groups[(run.env, run.model)][run.agent].append(run)
+    for run in sorted(runs, key=lambda r: (r.env, r.model, r.arm, r.seed, r.run)):
+        groups[(run.env, run.model)][run.arm].append(run)
     return {k: dict(v) for k, v in groups.items()}
 
 
@@ -165,7 +167,7 @@ def task_list_problems(runs: Sequence[Run], split: str) -> list[str]:
         if digest is None:
             record = final_eval(run, split)
             digest = record.get("task_list_hash") if record else None
-        by_hash[str(digest)].append(f"{run.agent}/s{run.seed}")
+        by_hash[str(digest)].append(f"{run.arm}/s{run.seed}")
     if len(by_hash) <= 1:
         return []
     parts = "; ".join(f"{h}: {', '.join(names)}" for h, names in sorted(by_hash.items()))
@@ -195,7 +197,7 @@ def final_table(runs: Sequence[Run], baseline: str = "grpo", **kw):
             rows.append({
                 "env": env, "model": model, "agent": agent, "split": split, "seeds": micro["n"],
                 "micro_mean": micro["mean"], "micro_low": micro["low"], "micro_high": micro["high"],
-                "micro_iqm": micro["iqm"],
+                "micro_iqm": micro["iqm"], "micro_iqm_low": micro["iqm_low"], "micro_iqm_high": micro["iqm_high"],
                 "macro_mean": macro["mean"], "macro_low": macro["low"], "macro_high": macro["high"],
                 "auc_mean": auc["mean"], "auc_low": auc["low"], "auc_high": auc["high"],
                 "poi": micro["poi"], "poi_low": micro["poi_low"], "poi_high": micro["poi_high"],
@@ -381,8 +383,8 @@ def protocol_cards(runs: Sequence[Run]) -> list[dict[str, Any]]:
                 note(f"task list hash ({split})", run.eval_task_hash.get(split))
             note("iterations", run.config.get("iterations", run.iterations_done))
             privileged = run.summary.get("privileged") if isinstance(run.summary.get("privileged"), dict) else {}
-            note(f"privileged context ({run.agent})", privileged.get("context", "none"))
-            note(f"teacher ({run.agent})", privileged.get("teacher", "none"))
+            note(f"privileged context ({run.arm})", privileged.get("context", "none"))
+            note(f"teacher ({run.arm})", privileged.get("teacher", "none"))
         cards.append({"env": env, "model": model, "runs": len(group), "fields": fields,
                       "agents": sorted(agents), "seeds": sorted({r.seed for r in group})})
     return cards
@@ -394,7 +396,7 @@ def model_checksum_problems(runs: Sequence[Run]) -> list[str]:
     by_seed: dict[int, dict[str, list[str]]] = defaultdict(lambda: defaultdict(list))
     for run in runs:
         model = run.summary.get("model") if isinstance(run.summary.get("model"), dict) else {}
-        by_seed[run.seed][str(model.get("checksum"))].append(run.agent)
+        by_seed[run.seed][str(model.get("checksum"))].append(run.arm)
     return [f"seed {seed}: runs started from different model weights ("
             + "; ".join(f"{c}: {', '.join(a)}" for c, a in sorted(sums.items())) + ")"
             for seed, sums in sorted(by_seed.items()) if len(sums) > 1]
@@ -403,10 +405,10 @@ def model_checksum_problems(runs: Sequence[Run]) -> list[str]:
 def manifest_table(runs: Sequence[Run]):
     import pandas as pd
 
-    rows = [{"run": r.run, "env": r.env, "agent": r.agent, "model": r.model, "seed": r.seed,
+    rows = [{"run": r.run, "env": r.env, "agent": r.agent, "arm": r.arm, "model": r.model, "seed": r.seed,
              "complete": r.complete, "iterations": r.iterations_done,
              "seedbench": r.summary.get("seedbench_version", "–"), "git": str(r.summary.get("git_hash") or "–")[:10]}
-            for r in sorted(runs, key=lambda r: (r.env, r.model, r.agent, r.seed, r.run))]
+            for r in sorted(runs, key=lambda r: (r.env, r.model, r.arm, r.seed, r.run))]
     return pd.DataFrame(rows)
 
 
@@ -426,7 +428,7 @@ def resource_rows(runs: Sequence[Run]) -> list[dict[str, Any]]:
     for run in runs:
         used = run.summary.get("resources")
         if isinstance(used, dict):
-            groups.setdefault((run.env, run.model, run.agent), []).append(used)
+            groups.setdefault((run.env, run.model, run.arm), []).append(used)
     rows = []
     for (env, model, agent), entries in sorted(groups.items()):
         cpu = [float(e.get("cpu_seconds", 0.0)) for e in entries]
@@ -436,4 +438,102 @@ def resource_rows(runs: Sequence[Run]) -> list[dict[str, Any]]:
                      "cpu_s_per_run": float(np.mean(cpu)), "gpu_s_per_run": float(np.mean(gpu)),
                      "wall_s_per_run": float(np.mean(wall)), "cpu_s_total": float(sum(cpu)),
                      "gpu_s_total": float(sum(gpu))})
+    return rows
+
+
+# ----------------------------------------------------------------------------------------------------
+# Studies: arms, controls, learning curves over iterations, skill duplicates, time per phase
+
+PHASES = (("rollout", "time/rollout_s"), ("generation", "time/generation_s"), ("env", "time/env_s"),
+          ("prepare", "time/prepare_s"), ("analysis", "time/analysis_s"), ("rescore", "time/rescore_s"),
+          ("update", "time/update_s"), ("iteration", "time/iteration_s"))
+"""Phases of an iteration as metrics.jsonl times them (`seedbench.training.records.timing_metrics`): rollout
+(= generation + env + overhead), prepare (advantages; for SEED also its analysis and rescoring passes),
+update, and the whole iteration."""
+
+
+def is_control(arm: str, runs: Sequence[Run]) -> bool:
+    """A no-learning control arm: its name starts with ``control``, or every run of it was started with
+    ``optim.lr`` 0 (as its ``arm.json`` records)."""
+    if arm.lower().startswith("control"):
+        return True
+    rates = [r.arm_set.get("optim.lr") for r in runs]
+    return bool(runs) and all(isinstance(v, (int, float)) and not isinstance(v, bool) and v == 0 for v in rates)
+
+
+def arms_table(runs: Sequence[Run]) -> list[dict[str, Any]]:
+    """One row per (env, model, arm): the agent behind the arm, its recorded overrides, its seeds and
+    whether it is a control."""
+    rows = []
+    for (env, model), arms in group_runs(runs).items():
+        for arm, arm_runs in arms.items():
+            overrides = {}
+            for run in arm_runs:
+                overrides.update(run.arm_set)
+            rows.append({"env": env, "model": model, "arm": arm, "agents": sorted({r.agent for r in arm_runs}),
+                         "set": overrides, "seeds": [r.seed for r in arm_runs], "control": is_control(arm, arm_runs)})
+    return rows
+
+
+def learning_curve_table(runs: Sequence[Run], split: str, key: str = "success_micro", **kw):
+    """Eval success on ``split`` at every iteration all seeds of an arm were evaluated at: mean over seeds
+    with a 95 % bootstrap interval. Columns ``env, model, agent (the arm), iteration, seeds, mean, low, high``.
+    No interpolation: an experiment evaluates every seed at the same iterations."""
+    import pandas as pd
+
+    rows = []
+    for (env, model), arms in group_runs(runs).items():
+        for arm, arm_runs in arms.items():
+            by_iteration: dict[int, list[float]] = defaultdict(list)
+            for run in arm_runs:
+                for record in run.evals:
+                    if record.get("split") == split and isinstance(record.get(key), (int, float)):
+                        by_iteration[int(record.get("iteration", 0))].append(float(record[key]))
+            for iteration in sorted(by_iteration):
+                values = by_iteration[iteration]
+                if len(values) < len(arm_runs):  # some seed was not evaluated here (an unfinished run)
+                    continue
+                ci = summarize_scores(values, **kw)
+                rows.append({"env": env, "model": model, "agent": arm, "iteration": iteration, "seeds": ci["n"],
+                             "mean": ci["mean"], "low": ci["low"], "high": ci["high"]})
+    return pd.DataFrame(rows, columns=["env", "model", "agent", "iteration", "seeds", "mean", "low", "high"])
+
+
+def _skill_key(text: str) -> str:
+    """Skills that differ only in case and spacing are the same skill."""
+    return " ".join(text.lower().split())
+
+
+def skill_duplicates(runs: Sequence[Run]) -> dict[str, Any]:
+    """Parsed skills of an arm's runs and the share that repeat a skill the same run logged before
+    (case and whitespace ignored): ``{"skills", "distinct", "duplicate_share"}`` summed over runs,
+    share = 1 − distinct / skills. A high share means the analyzer writes the same advice again and again."""
+    total = distinct = 0
+    for run in runs:
+        texts = [_skill_fields(s)[1] for s in run.skills() if _skill_fields(s)[0] and _skill_fields(s)[1]]
+        total += len(texts)
+        distinct += len({_skill_key(t) for t in texts})
+    return {"skills": total, "distinct": distinct, "duplicate_share": (1 - distinct / total) if total else math.nan}
+
+
+def phase_time_rows(runs: Sequence[Run]) -> list[dict[str, Any]]:
+    """Seconds per iteration in each phase (`PHASES`) per (env, model, arm): each run's mean over its
+    iterations, then the mean over runs, under ``seconds[phase]``; plus iterations and the summed iteration
+    time per run. Phases no run of the arm logs are NaN (GRPO has no analysis)."""
+    rows = []
+    for (env, model), arms in group_runs(runs).items():
+        for arm, arm_runs in arms.items():
+            timed = [r for r in arm_runs if any(isinstance(m.get("time/iteration_s"), (int, float)) for m in r.metrics)]
+            if not timed:
+                continue
+            row: dict[str, Any] = {"env": env, "model": model, "agent": arm, "runs": len(timed), "seconds": {}}
+            for phase, metric in PHASES:
+                per_run = [float(np.mean(v)) for r in timed
+                           if (v := [float(m[metric]) for m in r.metrics if isinstance(m.get(metric), (int, float))])]
+                row["seconds"][phase] = float(np.mean(per_run)) if per_run else math.nan
+            totals = [sum(float(m["time/iteration_s"]) for m in r.metrics
+                          if isinstance(m.get("time/iteration_s"), (int, float))) for r in timed]
+            row["iterations"] = float(np.mean([len(r.metrics) for r in timed]))
+            row["total_s"] = float(np.mean(totals))
+            rows.append(row)
     return rows

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from seedbench.jsonio import write_json_atomic
+from seedbench.training.experiments.arm import write_arm
 from seedbench.training.experiments.local import LocalExecutor, auto_workers, visible_gpus
 from seedbench.training.experiments.ray_executor import RayExecutor
 from seedbench.training.experiments.spec import ExperimentError, ExperimentSpec, RunSpec, expand
@@ -49,7 +50,7 @@ def _write_state(spec: ExperimentSpec, runs: list[RunSpec], outcomes: dict[str, 
     state = {
         "name": spec.name,
         "spec": {**asdict(spec), "output": str(spec.output), "agents": [asdict(a) for a in spec.agents]},
-        "runs": [{"run": r.name, "env": r.env, "agent": r.agent, "model": r.model, "seed": r.seed,
+        "runs": [{"run": r.name, "env": r.env, "agent": r.agent, "arm": r.arm, "model": r.model, "seed": r.seed,
                   "iterations": r.iterations, "dir": str(r.run_dir), "log": str(r.log),
                   **({k: v for k, v in asdict(outcomes[r.name]).items() if k != "run"} if r.name in outcomes else {})}
                  for r in runs],
@@ -115,6 +116,9 @@ def run_experiment(
     if threading.current_thread() is threading.main_thread():
         previous = signal.signal(signal.SIGTERM, handle_term)
     with _OutputLock(spec.output):
+        for run, _ in todo:  # before the run starts, so its arm is known even if it is killed
+            write_arm(run.run_dir, run.arm, run.agent, spec.name, run.arm_set,
+                      {k: v for k, v in run.set.items() if k not in run.arm_set})
         _write_state(spec, runs, outcomes)
         try:
             executor.execute(todo, on_done)

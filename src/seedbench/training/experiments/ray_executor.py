@@ -34,9 +34,10 @@ def _ray_task(prefix: list[str] | None, fresh: list[str], resume: list[str], run
     import sys as _sys
     import time as _time
 
+    from seedbench.training.experiments.arm import holds_run_files
+
     start = _time.monotonic()
-    path = Path(run_dir)
-    argv = resume if path.is_dir() and any(path.iterdir()) else fresh
+    argv = resume if holds_run_files(Path(run_dir)) else fresh
     cmd = (prefix or [_sys.executable, "-m", "seedbench"]) + argv
     Path(log_path).parent.mkdir(parents=True, exist_ok=True)
     with open(log_path, "a", encoding="utf-8") as log:

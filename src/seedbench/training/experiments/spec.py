@@ -12,8 +12,10 @@ from typing import Any
 import yaml
 
 from seedbench.paths import UnsafePathError, inside
+from seedbench.training.experiments.arm import label_problem
 
 
+AGENT_KEYS = {"name", "label", "config", "set"}
 SPEC_KEYS = {"name", "output", "envs", "env", "agents", "seeds", "model", "models", "budget", "config", "set",
              "args", "resources", "executor"}
 
@@ -27,6 +29,11 @@ class AgentSpec:
     name: str
     config: str | None = None  # replaces the spec-level config for this agent
     set: dict[str, Any] = field(default_factory=dict)
+    label: str | None = None  # the arm's name in run directories, reports and boards (default: `name`)
+
+    @property
+    def arm(self) -> str:
+        return self.label or self.name
 
 
 @dataclass
@@ -58,6 +65,11 @@ class RunSpec:
     config: str | None = None
     set: dict[str, Any] = field(default_factory=dict)
     args: list[str] = field(default_factory=list)
+    arm: str = ""  # the spec entry's label, or the agent's name; "" means the agent's name
+    arm_set: dict[str, Any] = field(default_factory=dict)  # the entry's own overrides (part of `set`)
+
+    def __post_init__(self):
+        self.arm = self.arm or self.agent
 
     @property
     def name(self) -> str:
@@ -124,18 +136,29 @@ def parse_spec(data: dict[str, Any], base_dir: Path = Path("."), output: str | P
         if isinstance(item, str):
             agents.append(AgentSpec(item))
         elif isinstance(item, dict) and isinstance(item.get("name"), str):
-            extra = sorted(set(item) - {"name", "config", "set"})
+            extra = sorted(set(item) - AGENT_KEYS)
             if extra:
-                raise ExperimentError(f"agents[{i}]: unknown key(s) {', '.join(extra)}; valid: name, config, set")
+                raise ExperimentError(f"agents[{i}]: unknown key(s) {', '.join(extra)}; valid: {', '.join(sorted(AGENT_KEYS))}")
+            label = item.get("label")
+            if label is not None and label_problem(label):
+                raise ExperimentError(f"agents[{i}]: {label_problem(label)}")
             config = _resolve(item.get("config"), base_dir)
-            agents.append(AgentSpec(item["name"], config, _flatten_set(item.get("set"), f"agents[{i}].set")))
+            agents.append(AgentSpec(item["name"], config, _flatten_set(item.get("set"), f"agents[{i}].set"),
+                                    label=label))
         else:
             raise ExperimentError(f"agents[{i}]: expected a name or a mapping with `name`")
     if not agents:
         raise ExperimentError("spec: `agents` is required (e.g. agents: [grpo, seed])")
-    names = [a.name for a in agents]
-    if len(set(names)) != len(names):
-        raise ExperimentError(f"agents: duplicate names {names}; register an agent variant for an ablation")
+    arms = [a.arm for a in agents]
+    if len(set(arms)) != len(arms):
+        duplicated = sorted({a for a in arms if arms.count(a) > 1})
+        raise ExperimentError(f"agents: duplicate names {duplicated}; give each entry of the same agent its own "
+                              "`label` (e.g. {name: grpo, label: control, set: {optim.lr: 0}})")
+    names = {a.name for a in agents}
+    for i, agent in enumerate(agents):
+        if agent.label and agent.label != agent.name and agent.label in names:
+            raise ExperimentError(f"agents[{i}]: label {agent.label!r} is the name of another agent in this spec; "
+                                  "choose a label that says what the arm is (e.g. seed-no-opd)")
     seeds = _as_list(data.get("seeds", [0]), "seeds")
     if not seeds or not all(isinstance(s, int) and not isinstance(s, bool) for s in seeds):
         raise ExperimentError(f"seeds: expected a list of integers, got {seeds!r}")
@@ -205,7 +228,8 @@ def trajectories_per_iteration(config: str | None, overrides: dict[str, Any]) ->
 
 
 def expand(spec: ExperimentSpec) -> list[RunSpec]:
-    """The runs of a spec, in a stable order (env, agent, model, seed)."""
+    """The runs of a spec, in a stable order (env, arm, model, seed). A run directory is named after the
+    arm (the entry's label, else the agent): ``<env>__<arm>__<model>__s<seed>``."""
     runs = []
     for env in spec.envs:
         for agent in spec.agents:
@@ -217,11 +241,12 @@ def expand(spec: ExperimentSpec) -> list[RunSpec]:
                 iterations = max(1, math.ceil(spec.trajectories / per_iteration))
             for model in spec.models:
                 for seed in spec.seeds:
-                    name = f"{env}__{agent.name}__{_model_tag(model)}__s{seed}"
+                    name = f"{env}__{agent.arm}__{_model_tag(model)}__s{seed}"
                     runs.append(RunSpec(env=env, agent=agent.name, model=model, seed=seed, iterations=iterations,
                                         run_dir=_inside_output(spec.output, name),
                                         log=_inside_output(spec.output / "logs", f"{name}.log"),
-                                        config=config, set=overrides, args=list(spec.args)))
+                                        config=config, set=overrides, args=list(spec.args), arm=agent.arm,
+                                        arm_set=dict(agent.set)))
     return runs
 
 

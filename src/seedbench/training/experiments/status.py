@@ -7,14 +7,19 @@ from dataclasses import dataclass
 import yaml
 
 from seedbench.jsonio import read_json
+from seedbench.training.experiments.arm import ARM_FILE, holds_run_files, read_arm
 from seedbench.training.experiments.spec import ExperimentError, RunSpec
 
 
 def run_status(run: RunSpec) -> str:
     """``complete`` (summary says so, at the requested budget), ``partial`` (anything on disk) or
-    ``missing``. Raises if the directory holds a different run."""
+    ``missing`` (nothing, or only the driver's ``arm.json``). Raises if the directory holds a different run."""
     path = run.run_dir
-    if not path.is_dir() or not any(path.iterdir()):
+    recorded = read_arm(path).get("arm")
+    if recorded is not None and recorded != run.arm:
+        raise ExperimentError(f"{path} holds a run of arm {recorded!r} ({ARM_FILE}), not {run.arm!r}; "
+                              "move it away or use another --output")
+    if not holds_run_files(path):
         return "missing"
     config = {}
     if (path / "config.yaml").is_file():
