@@ -67,7 +67,9 @@ def test_demos_are_the_rollouts_own_prompts_and_answers_the_env_accepts():
         action, valid = env.parse_action(demo.response)
         # FrozenLake's expert_thought hook: the tiles next to the player in this very prompt, then the move
         near = _neighbours_of(demo.content)
-        assert valid and demo.response == f"<think>Next to me: {near}. Go {action}.</think><action>{action}</action>"
+        safe = ", ".join(w.split()[0] for w in near.split(", ") if w.split()[1] in ("S", "F", "G"))
+        assert valid and demo.response == (f"<think>Next to me: {near}. Safe: {safe}. Go {action}.</think>"
+                                           f"<action>{action}</action>")
     # The real rollout, fed the demo answers, asks exactly the demo prompts and wins every task.
     tasks = sorted({d.task for d in demo_set.demos})
     tasks = [TaskRef(t.split(":")[0], int(t.split(":")[1])) for t in tasks]

@@ -146,13 +146,19 @@ def render_map(desc: list[str], player: tuple[int, int]) -> str:
 def neighbours_line(desc: list[str], player: tuple[int, int]) -> str:
     """``Next to you: left edge, down H, right F, up F.``: the four tiles one move away, in the action
     order, read off the visible map (``show_neighbours``)."""
+    words = [f"{action} {tile}" for action, tile in neighbour_tiles(desc, player).items()]
+    return f"{NEIGHBOURS_PREFIX} {', '.join(words)}."
+
+
+def neighbour_tiles(desc: list[str], player: tuple[int, int]) -> dict[str, str]:
+    """Action → the tile it moves onto (``S``, ``F``, ``H``, ``G``), or ``edge`` outside the map."""
     r, c = player
-    words = []
+    tiles = {}
     for action in ACTIONS:
         dr, dc = MOVES[action]
         inside = 0 <= r + dr < len(desc) and 0 <= c + dc < len(desc[0])
-        words.append(f"{action} {desc[r + dr][c + dc] if inside else 'edge'}")
-    return f"{NEIGHBOURS_PREFIX} {', '.join(words)}."
+        tiles[action] = desc[r + dr][c + dc] if inside else "edge"
+    return tiles
 
 
 def _map_rows(observation: str) -> list[list[str]] | None:
@@ -339,11 +345,14 @@ class FrozenLakeEnv(TextEnv):
 
     def expert_thought(self, command: str) -> str:
         """The think text of a demonstration step (``seedbench sft-policy``): the four tiles next to the
-        player, read off the visible map, then the move. Said right before the action, it is the part of
-        the observation the move depends on, so a small model imitating it conditions on the tiles
-        instead of learning the most frequent move."""
-        near = neighbours_line(self.desc, self.player)[len(NEIGHBOURS_PREFIX):].strip().rstrip(".")
-        return f"Next to me: {near}. Go {command}."
+        player, read off the visible map, the moves that do not end in a hole or against the edge, then
+        the move. Said right before the action, it is the part of the observation the move depends on,
+        so a small model imitating it picks among the safe moves instead of learning the most frequent
+        move."""
+        tiles = neighbour_tiles(self.desc, self.player)
+        near = ", ".join(f"{a} {t}" for a, t in tiles.items())
+        safe = ", ".join(a for a, t in tiles.items() if t in "SFG") or "none"
+        return f"Next to me: {near}. Safe: {safe}. Go {command}."
 
     def expert_plan(self) -> list[str] | None:
         """Not slippery: the shortest safe path (BFS). Slippery: one step of the policy that maximises the

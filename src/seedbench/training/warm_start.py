@@ -67,7 +67,7 @@ class DemoSet:
     won: int = 0
 
 
-DEMO_FORMAT = 2
+DEMO_FORMAT = 3
 """Version of the demonstrations' text (`demo_response`); part of a cached warm start's key, so a change of
 wording rebuilds the checkpoints that learned the old one."""
 
