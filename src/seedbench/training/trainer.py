@@ -37,6 +37,7 @@ from seedbench.training.evaluator import Evaluator, before_after, success_table 
 from seedbench.training.rng import rng_isolated as _rng_isolated  # noqa: F401
 from seedbench.seeding import seed_everything as _seed_everything  # noqa: F401
 from seedbench.training.update import dropout_active  # noqa: F401
+from seedbench.tracking import open_tracker
 
 
 class Trainer:
@@ -71,8 +72,6 @@ class Trainer:
             self.run_dir.truncate_logs_after(self.counters["iteration"])
         elif resume:
             self.run_dir.truncate_logs_after(0)
-        from seedbench.tracking import open_tracker
-
         self.tracker = open_tracker(config.track, self.run_dir.path, to_dict(config), resume, self.counters["iteration"])
         if self.tracker is not None:
             self.run_dir.observers.append(self.tracker)
