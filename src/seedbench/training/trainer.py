@@ -22,6 +22,7 @@ from seedbench.agents.base import PreparedUpdate
 from seedbench.config import RunConfig, other_agents_algo_keys, to_dict, validate_config
 from seedbench.progress import progress_bar
 from seedbench.rollout.types import TaskRef, Trajectory
+from seedbench.tracking import open_tracker
 from seedbench.training import parallel
 from seedbench.training.build import build_run, open_run_dir
 from seedbench.training.evaluator import before_after_line
@@ -37,7 +38,6 @@ from seedbench.training.evaluator import Evaluator, before_after, success_table 
 from seedbench.training.rng import rng_isolated as _rng_isolated  # noqa: F401
 from seedbench.seeding import seed_everything as _seed_everything  # noqa: F401
 from seedbench.training.update import dropout_active  # noqa: F401
-from seedbench.tracking import open_tracker
 
 
 class Trainer:
