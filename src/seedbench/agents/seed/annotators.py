@@ -53,7 +53,7 @@ DEFAULT_API_KEY_ENV = "OPENAI_API_KEY"
 BASE_URL_ENV = "SEEDBENCH_ANNOTATOR_BASE_URL"
 ORACLE_LABEL = ("oracle (LEAKS THE ANSWER: hint distillation, skills copy the env's expert plan or rewarded "
                 "answer; not hindsight analysis, not a model)")
-SCRIPTED_ALIAS_WARNING = ("seedbench: warning: --annotator scripted is now oracle, which leaks the answer (its skills "
+SCRIPTED_ALIAS_WARNING = ("seedbench: warning: --annotator scripted is an alias of oracle, which leaks the answer (its skills "
                           "copy the expert plan or rewarded answer); use --annotator hindsight for analyses of the "
                           "trajectory alone")
 OFFLINE_HINT = ("no annotator model is reachable offline: pass --annotator hf:<local model directory>, or "
