@@ -53,12 +53,10 @@ def test_make_engine_hf_uses_the_rollout_batch_size(monkeypatch):
 
 
 def test_vision_policies_stay_on_hf_under_auto_and_reach_vllm_when_asked(monkeypatch):
-    import seedbench.engines.vllm as vllm_module
-
     made = []
     monkeypatch.setattr(engines, "vllm_importable", lambda: True)
     monkeypatch.setattr(engines, "is_vision_model", lambda model: True)
-    monkeypatch.setattr(vllm_module, "VLLMEngine", lambda *args, **kwargs: made.append(kwargs) or "vllm-engine")
+    monkeypatch.setattr(engines, "VLLMEngine", lambda *args, **kwargs: made.append(kwargs) or "vllm-engine")
     config = SimpleNamespace(seed=3, rollout=SimpleNamespace(generation_batch_size=4))
     assert isinstance(engines.make_engine("auto", fake_policy(), config), HFEngine) and made == []
     assert engines.make_engine("vllm", fake_policy(), config) == "vllm-engine" and made[0]["seed"] == 3

@@ -23,6 +23,9 @@ from __future__ import annotations
 import argparse
 import sys
 
+from seedbench import __version__
+from seedbench.registry import UnknownNameError, agent_entries, env_entries, load_object
+
 
 class CLIError(Exception):
     """An error shown as one line without a traceback."""
@@ -139,8 +142,6 @@ def cmd_config(args) -> int:
 
 def cmd_envs(args) -> int:
     from seedbench.extras import missing_packages
-    from seedbench.registry import env_entries
-
     entries = sorted(env_entries().items())
     alias_width = max(len(alias) for alias, _ in entries)
     id_width = max(len(entry.env_id) for _, entry in entries)
@@ -151,8 +152,6 @@ def cmd_envs(args) -> int:
 
 
 def cmd_agents(args) -> int:
-    from seedbench.registry import agent_entries
-
     for name, entry in sorted(agent_entries().items()):
         also = f" (also: {', '.join(entry.aliases)})" if getattr(entry, "aliases", ()) else ""
         print(f"{name:<22} {entry.description}{also}")
@@ -176,14 +175,10 @@ DELEGATED = {
 
 
 def _run_delegated(name: str, argv: list[str]) -> int:
-    from seedbench.registry import load_object
-
     return int(load_object(DELEGATED[name][0])(argv) or 0)
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from seedbench import __version__
-
     parser = argparse.ArgumentParser(prog="seedbench", description="Agentic RL benchmark and trainers (SEED, GRPO, GiGPO).")
     parser.add_argument("--version", action="version", version=f"seedbench {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -251,8 +246,6 @@ def main(argv: list[str] | None = None) -> int:
     from seedbench.jsonio import DiskFullError, RunFileError
     from seedbench.paths import UnsafePathError
     from seedbench.training.warm_start import WarmStartError
-    from seedbench.registry import UnknownNameError
-
     argv = list(sys.argv[1:] if argv is None else argv)
     try:
         if argv and argv[0] in DELEGATED:

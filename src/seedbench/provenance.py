@@ -19,6 +19,8 @@ import json
 from pathlib import Path
 from typing import Any, Sequence
 
+from seedbench.jsonio import read_jsonl, write_json_atomic
+
 DATA_SOURCES = ("procedural", "generated", "official")
 PROVENANCE_KEYS = ("data_source", "manifest_checksum", "generator_version")
 EVAL_TASKS_FILE = "eval_tasks.json"
@@ -80,8 +82,6 @@ def write_eval_tasks(run_dir: str | Path, tasks: dict[str, Sequence[Any]], task_
         splits[split] = {"task_list_hash": task_list_hash(ids, data["manifest_checksum"]),
                          "tasks": [{"split": t.split, "seed": t.seed, "task_id": i, "task_type": types.get(i)}
                                    for t, i in zip(refs, ids)]}
-    from seedbench.jsonio import write_json_atomic
-
     write_json_atomic(path, {"data": data, "splits": splits})
     return path
 
@@ -89,8 +89,6 @@ def write_eval_tasks(run_dir: str | Path, tasks: dict[str, Sequence[Any]], task_
 def _first_eval_task_types(episodes_path: Path, splits: Sequence[str]) -> dict[str, str]:
     """task id -> task type of the first evaluation's episodes (at the top of episodes.jsonl, so only
     those lines are read)."""
-    from seedbench.jsonio import read_jsonl
-
     phases = {f"eval/{s}" for s in splits}
     types: dict[str, str] = {}
     first_iteration = None

@@ -41,7 +41,12 @@ import torch
 from seedbench.agents.base import MiniBatch, PreparedUpdate
 from seedbench.agents.grpo import GRPOAgent, GRPOConfig
 from seedbench.agents.policy_losses import TokenInputs, policy_loss, rlsd_token_advantages
-from seedbench.config import ConfigError, Count, NonNegative, Range, UnitInterval
+from seedbench.config import ConfigError, Count, ModelConfig, NonNegative, Range, UnitInterval
+from seedbench.agents.skill_sources import load_skill_source
+from seedbench.models.policy import load_policy
+from seedbench.models.vision import prompt_images
+from seedbench.models.weights import frozen_copy
+from seedbench.rollout.prompting import insert_skill, render_prompt
 
 PRIVILEGED_HEADERS = {"skills": "[Privileged Skill Information]", "expert_plan": "[Privileged Expert Plan]"}
 RETIREMENT_FILE = "retirement.json"
@@ -178,8 +183,6 @@ class DistillAgent(GRPOAgent):
         return self.config.act_skills or self._uses_teacher()
 
     def _load_skills(self):
-        from seedbench.agents.skill_sources import load_skill_source
-
         if not self.config.skill_library:
             raise ConfigError("this agent's teacher reads skills from a library: pass --set algo.skill_library=<skill "
                               "directory with skill_mapping.json, or annotations.jsonl>")
@@ -193,12 +196,7 @@ class DistillAgent(GRPOAgent):
         if not self.config.teacher_model:
             if policy.ref_model is not None:
                 return policy.ref_model
-            from seedbench.models.weights import frozen_copy
-
             return frozen_copy(policy.model, policy.compute_dtype or torch.float32)
-        from seedbench.config import ModelConfig
-        from seedbench.models.policy import load_policy
-
         teacher = load_policy(ModelConfig(name=self.config.teacher_model, device=ctx.config.model.device,
                                           dtype=ctx.config.model.dtype), need_reference=False, seed=ctx.config.seed)
         if len(teacher.tokenizer) != len(policy.tokenizer):
@@ -259,9 +257,6 @@ class DistillAgent(GRPOAgent):
 
     def teacher_prompt(self, step: Any, text: str) -> list[int]:
         """Token ids of the teacher's prompt for one step sample (``text``: its privileged context)."""
-        from seedbench.models.vision import prompt_images
-        from seedbench.rollout.prompting import insert_skill, render_prompt
-
         tokenizer = self.context.policy.tokenizer
         if not text:
             return list(step.prompt_ids)
@@ -275,8 +270,6 @@ class DistillAgent(GRPOAgent):
     def transform_prompt(self, trajectory: Any, content: str) -> str:
         if not self.config.act_skills:
             return content
-        from seedbench.rollout.prompting import insert_skill
-
         key = trajectory.episode_id
         if key not in self._act_skills:
             text, _ = self.context_for(trajectory, content)

@@ -29,6 +29,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
+from seedbench.agents.seed.skill_library import SkillLibrary
+
 Retrieval = Literal["task_type", "general_only"]
 RETRIEVALS = ("task_type", "general_only")
 GENERAL = "general_skills"
@@ -136,8 +138,6 @@ def load_skill_source(path: str | Path, retrieval: Retrieval = "task_type", skil
                       match_outcome: bool = False) -> SkillSource:
     """A skill directory (has ``skill_mapping.json``) or a JSONL library (a file, or a directory with
     ``annotations.jsonl``). Raises `FileNotFoundError` / `ValueError` with the path in the message."""
-    from seedbench.agents.seed.skill_library import SkillLibrary
-
     path = Path(path)
     if path.is_dir() and (path / "skill_mapping.json").is_file():
         return SkillDirectory.load(path, retrieval, skill_all)

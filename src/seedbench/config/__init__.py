@@ -3,8 +3,8 @@
 Precedence: dataclass defaults < YAML recipe (``--config``) < CLI flags / ``--set key=value``. The
 resolved config is written to ``config.yaml`` in the run directory; a resumed run starts from that file
 instead of the defaults (`seedbench.training.resume_config`). The defaults are a *small CPU
-budget* (2 × 2 episodes, 24 new tokens per step; a 15-step Sokoban update still took 20–39 minutes
-on the shared 2-core CI machine, docs/performance.md); ``configs/quickstart_cpu.yaml`` is the smaller
+budget* (2 × 2 episodes, 24 new tokens per step; what a run of them costs on a 2-core CPU:
+docs/performance.md); ``configs/quickstart_cpu.yaml`` is the smaller
 smoke-run budget of the README, and paper-scale recipes live in ``configs/`` (e.g.
 ``configs/alfworld_seed_paper.yaml``).
 

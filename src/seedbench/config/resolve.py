@@ -189,10 +189,10 @@ def resolve_step_cap(env_name: str, env_cls: type | None, max_steps: int | None,
                      env_kwargs: dict[str, Any]) -> tuple[int | None, dict[str, Any]]:
     """One owner for the episode step cap: ``(max_steps, env_kwargs)`` with the cap handed to the env.
 
-    The env truncates at its own ``max_steps`` (Sokoban 15) while the rollout loop stops at the rollout's;
-    before, a rollout cap above the env's was silently cut to the env's and misrecorded. Now a set
-    ``rollout.max_steps`` becomes the env's ``max_steps`` kwarg (so both agree), a cap given only in
-    ``env_kwargs`` becomes the rollout's, and an env without that kwarg accepts only its fixed cap."""
+    The env truncates at its own ``max_steps`` (Sokoban 15) while the rollout loop stops at the rollout's,
+    so the two must agree, or a rollout cap above the env's would be cut to the env's and misrecorded. A
+    set ``rollout.max_steps`` becomes the env's ``max_steps`` kwarg, a cap given only in ``env_kwargs``
+    becomes the rollout's, and an env without that kwarg accepts only its fixed cap."""
     env_kwargs = dict(env_kwargs)
     in_kwargs = env_kwargs.get("max_steps")
     if max_steps is not None and in_kwargs is not None and in_kwargs != max_steps:

@@ -93,7 +93,7 @@ class ModelConfig:
     """``auto`` = CUDA when present, else CPU; or ``cpu``, ``cuda``, ``cuda:N``."""
     dtype: DType = "auto"
     """``auto`` = bf16 on CUDA and on CPUs with native bf16 (AVX-512-BF16/AMX), else fp32 (emulated bf16
-    was measured ≈5× slower than fp32 on an AVX2-only CI CPU, docs/performance.md)."""
+    is slower than fp32 on a CPU without it, docs/performance.md "bf16 on CPU")."""
     lora_rank: NonNegativeInt = 0
     """0 = full fine-tune; >0 = LoRA adapters of this rank on all linear layers (peft)."""
     lora_alpha: Count = 32
@@ -119,8 +119,9 @@ class RolloutConfig:
     """N: rollouts per task, all from the same initial state (paper: 8; 2 is the smallest group with a
     GRPO signal, the CPU default)."""
     max_new_tokens: TokenBudget = 24
-    """Per-step response budget (paper: 512; at most 131072, and below the model's context length). Small on purpose: on a 2-core CPU a decode step of the
-    135M model costs ~0.2 s whatever the batch (memory-bound), so this sets most of the rollout time."""
+    """Per-step response budget (paper: 512; at most 131072, and below the model's context length). Small on purpose: on a CPU a decode step of the
+    135M model costs the same whatever the batch (memory-bound), so this sets most of the rollout time
+    (docs/performance.md, "Where the time goes on a 2-core CPU")."""
     temperature: Temperature = 1.0
     """Sampling temperature of training rollouts (0 = greedy; else at least 0.01)."""
     top_p: UnitInterval = 1.0
@@ -138,7 +139,7 @@ class RolloutConfig:
     scheduler: Literal["auto", "lockstep", "continuous"] = "auto"
     """``lockstep`` (all active episodes step together, `seedbench.rollout.lockstep`), ``continuous`` (each episode
     advances as soon as its own env step returns, `seedbench.rollout.continuous`) or ``auto`` (continuous when
-    the engine takes single requests, i.e. vLLM; lock-step with HF, where continuous measured no gain)."""
+    the engine takes single requests, i.e. vLLM; lock-step with HF, where continuous gains nothing: docs/performance.md, "Rollout: continuous vs lock-step")."""
 
 
 @dataclass
@@ -154,8 +155,8 @@ class OptimConfig:
     """Step samples per optimizer step (one PPO epoch split into mini-batches)."""
     micro_batch_size: Count = 2
     """Step samples per forward pass (gradient accumulation inside a mini-batch). Sets the update's peak
-    memory: fp32 activations of SmolLM2-135M kept for the backward pass cost ~1.3 GB per 450-token
-    sample (measured: a GRPO update peaked at 13.5 GB RSS with 8 and at 5.2 GB with 2)."""
+    memory: the activations kept for the backward pass grow with every sample of the micro-batch
+    (docs/performance.md, "Peak memory of a CPU run")."""
     log_prob_micro_batch_size: Count | None = None
     """Step samples per forward of the no-grad scoring passes (π_old, the reference, SEED's teacher), like
     the reference code's ``log_prob_micro_batch_size``; empty = `micro_batch_size`. Those passes keep no
@@ -196,9 +197,8 @@ class OptimConfig:
     rows, the reference layout); ``packed`` (each micro-batch in one row without padding); ``shared_prefix``
     (packed, every prompt prefix that members of the micro-batch share computed once: a prefix tree, whose
     attention runs per branch on CPU). Equal log-probs and gradients up to float summation order
-    (`seedbench.models.packing`); vision models keep the padded rows. A CPU switch: on a GPU (H200,
-    Qwen2.5-0.5B/1.5B shapes) both packed layouts were 0.6-0.9x the padded rows' speed, so keep ``off``
-    there (docs/performance.md, "GPU check")."""
+    (`seedbench.models.packing`); vision models keep the padded rows. A CPU switch: on a GPU both packed layouts
+    are slower than the padded rows, so keep ``off`` there (docs/performance.md, "GPU check")."""
 
 
 @dataclass
@@ -270,7 +270,8 @@ class VLLMConfig:
     max_model_len: Count | None = None
     """Context length vLLM allocates for; prompt + response budgets must fit (checked for SEED's analysis)."""
     enforce_eager: bool | None = None
-    """True cuts start-up from ~75 s to ~20 s on CPU at some generation speed."""
+    """True skips CUDA-graph capture and compilation: a shorter start-up for some generation speed
+    (docs/engines.md)."""
     enable_prefix_caching: bool | None = None
     """Per-step prompts share long prefixes (instruction, task, history); seedbench turns it on by default."""
     cpu_kv_cache_gib: Positive | None = None
@@ -297,15 +298,17 @@ class HFEngineConfig:
     (tests/test_generation_paths.py; docs/engines.md, docs/performance.md "Generation paths")."""
 
     kv_cache: Literal["dynamic", "static"] = "static"
-    """``static``: the KV cache is allocated once per generate call (measured 1.14× at batch 4, 1.31× at batch 16
-    on CPU); ``dynamic``: transformers' default cache, grown by concatenation every step."""
+    """``static``: the KV cache is allocated once per generate call (faster on CPU, the more so the larger the
+    batch: docs/performance.md, "Generation paths"); ``dynamic``: transformers' default cache, grown by
+    concatenation every step."""
     share_prompt_prefill: bool = True
     """Prefill identical prompts of a batch once (a group's members at step 0) and copy their KV cache."""
     prefill: Literal["auto", "padded", "per_prompt"] = "auto"
     """``per_prompt`` prefills each distinct prompt alone, without padding (causal attention over its own
-    tokens; 1.5-1.7x on long SEED analysis prompts on CPU); ``padded`` runs one left-padded forward;
+    tokens; faster on long SEED analysis prompts on CPU); ``padded`` runs one left-padded forward;
     ``auto`` = ``per_prompt`` on CPU for prompts of ≥ 1,024 tokens (SEED's analyses of whole episodes),
-    ``padded`` for shorter ones (rollout prompts: no gain, 0.95-1.04x in two runs) and on a GPU (launch-bound)."""
+    ``padded`` for shorter ones (rollout prompts gain nothing) and on a GPU (launch-bound); figures in
+    docs/performance.md, "Per-prompt prefill of long prompts"."""
     sampler: Literal["generate", "fused"] = "generate"
     """``fused`` draws each token from the log-softmax the log-prob recorder computes anyway (same
     distribution, another random stream; top-p < 1 falls back to ``generate``'s own sampler)."""

@@ -16,6 +16,7 @@ from typing import Any
 from seedbench.engines.base import GenerationEngine
 from seedbench.engines.hf import HFEngine
 from seedbench.models.vision import is_vision_model
+from seedbench.engines.vllm import VLLMEngine
 
 ENGINE_NAMES = ("auto", "hf", "vllm")
 VLLM_INSTALL_HINT = (
@@ -58,8 +59,6 @@ def make_engine(name: str, policy: Any, config: Any) -> GenerationEngine:
     if resolved == "hf":
         return HFEngine(policy.model, policy.tokenizer, policy.device, batch_size=batch_size, dtype=policy.compute_dtype,
                         **hf_options(config))
-    from seedbench.engines.vllm import VLLMEngine
-
     return VLLMEngine(policy.model, policy.tokenizer, device=policy.device, dtype=policy.compute_dtype,
                       seed=int(getattr(config, "seed", 0)), **vllm_options(config))
 

@@ -31,6 +31,8 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from seedbench.envs.contract import RESET_INFO_KEYS, STEP_INFO_KEYS, EnvContractError, short
 from seedbench.frames import frame_id, frame_problem, is_blank
+from seedbench.envs.text_env import TextEnv
+from seedbench.registry import ENVS, make_env, resolve_env
 
 if TYPE_CHECKING:
     from seedbench.envs.text_env import TextEnv
@@ -178,8 +180,6 @@ class _Checker:
         self.fingerprints: dict[tuple[str, int], Fingerprint] = {}
 
     def check_make(self) -> str:
-        from seedbench.envs.text_env import TextEnv
-
         self.env = self.make()
         if not isinstance(self.env, TextEnv):
             raise CheckFailed(f"{type(self.env).__name__} is not a seedbench.envs.text_env.TextEnv subclass")
@@ -396,8 +396,6 @@ DEPENDS = {"seeds reach tasks": "determinism", "splits disjoint": "determinism"}
 def run_checks(name: str, *, seeds: int = 8, expert_tasks: int = 5, env_kwargs: dict | None = None) -> list[CheckResult]:
     """Run every check on the registered env `name`; a check that cannot run (its env could not be made,
     or the check it builds on failed) is a note. Never raises for a broken env."""
-    from seedbench.registry import make_env
-
     checker = _Checker(name, lambda: make_env(name, **(env_kwargs or {})), seeds, expert_tasks)
     results: list[CheckResult] = []
     for label, method in CHECKS:
@@ -432,8 +430,6 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     import yaml
-
-    from seedbench.registry import ENVS, resolve_env
 
     args = build_parser().parse_args(argv)
     kwargs = {}

@@ -22,6 +22,8 @@ from typing import Any
 
 import numpy as np
 
+from seedbench.frames import frame_problem
+
 RESET_INFO_KEYS = ("task", "admissible_actions", "won", "task_id", "task_type", "split")
 STEP_INFO_KEYS = RESET_INFO_KEYS + ("action_valid",)
 
@@ -58,8 +60,6 @@ def _check_info(env: Any, call: str, info: Any, keys: tuple[str, ...]) -> None:
 
 
 def _check_image(env: Any, call: str, info: dict) -> None:
-    from seedbench.frames import frame_problem
-
     shape = env.image_shape
     if shape is None:
         if "image" in info:

@@ -8,17 +8,15 @@ from __future__ import annotations
 
 import sys
 
+from seedbench.registry import ENVS, UnknownNameError, env_entries, load_object
+
 
 def generators() -> dict[str, str]:
     """Env alias -> its data generator, for every registered env that has one."""
-    from seedbench.registry import env_entries
-
     return {alias: entry.data_generator for alias, entry in sorted(env_entries().items()) if entry.data_generator}
 
 
 def main(argv: list[str]) -> int:
-    from seedbench.registry import ENVS, UnknownNameError, load_object
-
     available = generators()
     if not argv or argv[0] in ("-h", "--help"):
         print(f"usage: seedbench data {{{','.join(available)}}} [options]")

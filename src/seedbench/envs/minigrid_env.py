@@ -67,6 +67,7 @@ import numpy as np
 
 from seedbench.envs.action_parsing import check_projection, project_action
 from seedbench.envs.text_env import TextEnv
+from seedbench.provenance import digest, generator_provenance
 
 ACTIONS: tuple[str, ...] = ("turn left", "turn right", "forward", "pick up", "drop", "toggle", "done")
 """In MiniGrid's ``Actions`` order (left, right, forward, pickup, drop, toggle, done)."""
@@ -401,8 +402,6 @@ class MiniGridTextEnv(TextEnv):
 
     def provenance(self) -> dict[str, str]:
         """The generator default, with the minigrid version folded in (its layouts are the data)."""
-        from seedbench.provenance import digest, generator_provenance
-
         record = generator_provenance(self)
         version = _import_minigrid().__version__
         record["generator_version"] = f"{self.generator_version}+minigrid-{version}"

@@ -37,6 +37,7 @@ from typing import Any
 from seedbench.envs.batch import EnvBatch, ResetRequest, StepResult
 from seedbench.envs.processes import (DEFAULT_STARTUP_TIMEOUT_S, WorkerProcess, WorkerStartError, available_cpus,
                                       load_callable, serve_requests)
+from seedbench.registry import make_env
 
 __all__ = ["EnvPool", "PoolStats", "WorkerStartError"]
 
@@ -45,8 +46,6 @@ def _make_env(spec: tuple[str, dict]):
     name, kwargs = spec
     if ":" in name:  # "package.module:callable"
         return load_callable(name)(**kwargs)
-    from seedbench.registry import make_env
-
     return make_env(name, **kwargs)
 
 

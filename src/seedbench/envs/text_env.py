@@ -39,6 +39,8 @@ from typing import Any, ClassVar
 import gymnasium as gym
 from gymnasium import spaces
 
+from seedbench.provenance import generator_provenance
+
 __all__ = ["MAX_TEXT_LENGTH", "TEXT_CHARSET", "TextEnv", "UnicodeText", "text_space"]
 
 # Generous upper bound for the Text spaces. Gymnasium's Text space is only used for `check_env` and
@@ -210,6 +212,4 @@ class TextEnv(gym.Env):
         equal. The default, for procedurally generated envs, hashes the generator (module and class,
         ``generator_version``, ``seed_rule``, the kwargs the env was made with): bump ``generator_version``
         whenever a (split, seed) would give another task. Envs with data files override it (ALFWorld)."""
-        from seedbench.provenance import generator_provenance
-
         return generator_provenance(self)

@@ -29,6 +29,7 @@ from seedbench.report import tables as T
 from seedbench.report.document import (
     Bullets, Document, Section, Table, Text, md_code, md_escape, md_markup, to_markdown,
 )
+from seedbench.report.html import to_html
 
 CSV_COLUMNS = ("board", "source", "submission", "method", "agent", "model", "metric", "n_seeds", "mean", "low",
                "high", "iqm", "std", "average", "poi_vs_baseline", "poi_low", "poi_high", "reproduced")
@@ -330,8 +331,6 @@ def to_csv(catalogue: Catalogue) -> str:
 def build(root: str | Path = "leaderboards") -> list[Path]:
     """Validate everything under ``root`` and write README.md, leaderboard.csv and index.html there.
     Raises `BuildError` (listing every problem) and writes nothing if any submission is invalid."""
-    from seedbench.report.html import to_html
-
     catalogue = load_catalogue(root)
     if catalogue.problems:
         raise BuildError("\n".join(str(p) for p in catalogue.problems))

@@ -34,6 +34,9 @@ from typing import Sequence
 
 import torch
 
+from seedbench.models.tree_attention import packed_forward, supports_tree_attention
+from seedbench.models.weights import base_model
+
 LAYOUTS = ("off", "packed", "shared_prefix")
 """``optim.packing``: ``off`` (padded rows, the reference layout), ``packed`` (one row, no padding),
 ``shared_prefix`` (one row, every prompt prefix shared by members of the micro-batch computed once)."""
@@ -203,9 +206,6 @@ def attention_mask_for(model, allowed: torch.Tensor, dtype: torch.dtype) -> torc
 def packed_logits(model, packed: PackedBatch, device) -> torch.Tensor:
     """Logits [T, V] of the response-predicting columns of one packed row: through the runs' attention
     (`seedbench.models.tree_attention`) where the model supports it, else through the row's 4-D mask."""
-    from seedbench.models.tree_attention import packed_forward, supports_tree_attention
-    from seedbench.models.weights import base_model
-
     ids, positions = packed.input_ids.to(device), packed.positions.to(device)
     index = packed.logit_index.to(device)
     if supports_tree_attention(base_model(model), device):

@@ -18,8 +18,8 @@ from seedbench.config.errors import ConfigError
 from seedbench.config.schema import ModelConfig
 from seedbench.models.checkpoint import checkpoint_checksum, write_marker
 from seedbench.models.checkpoint import checksum_dir as _checksum_dir  # noqa: F401 - re-exported
-from seedbench.models.embedded import EMBEDDED_ALIASES
-from seedbench.models.tiny import TINY_NAME
+from seedbench.models.embedded import EMBEDDED_ALIASES, converted_dir
+from seedbench.models.tiny import TINY_NAME, tiny_model, tiny_tokenizer
 from seedbench.models.tiny_vlm import TINY_VLM_NAME
 from seedbench.models.vision import renderer_of
 from seedbench.models.vlm import LORA_LANGUAGE_ONLY, freeze_vision_tower, is_vision_source, load_vision_model
@@ -116,16 +116,12 @@ def load_policy(config: ModelConfig, *, need_reference: bool = True, seed: int =
         if name == TINY_VLM_NAME:
             dtype = torch.float32  # as for `tiny`: exact CPU tests
     elif name == TINY_NAME:
-        from seedbench.models.tiny import tiny_model, tiny_tokenizer
-
         tokenizer = tiny_tokenizer()
         model = tiny_model(tokenizer, seed=seed)
         source, checksum = "tiny(random init)", f"tiny-random-seed{seed}"
         dtype = torch.float32  # tiny models are cheap; fp32 keeps the learning tests exact
     else:
         if name in EMBEDDED_ALIASES:
-            from seedbench.models.embedded import converted_dir
-
             path, gguf_sha = converted_dir()
             source, checksum = str(path), "gguf-sha256:" + gguf_sha
         else:

@@ -11,6 +11,10 @@ from typing import Any
 
 import torch
 
+from seedbench.models.packing import pack_batch, packed_logits, unflatten
+from seedbench.models.vision import is_vision_model, placeholder_ids, vision_inputs
+from seedbench.models.weights import base_model
+
 
 def entropy_from_logits(logits):
     """Per-position entropy of softmax(logits): [B, L, V] → [B, L]."""
@@ -58,8 +62,6 @@ def _vision_extras(model: Any, prompts, input_ids, response_width: int, position
     """(extra forward kwargs, positions, placeholder ids) for a vision model; text models: ({}, positions, []).
     With images the model derives its 3-D M-RoPE positions from ``mm_token_type_ids`` and the grids, so no
     1-D positions are passed."""
-    from seedbench.models.vision import is_vision_model, placeholder_ids, vision_inputs
-
     if not is_vision_model(model):
         return {}, positions, []
     ids = placeholder_ids(model)
@@ -97,17 +99,12 @@ def forward_logprobs(model: Any, prompts, responses, pad_id: int, device, *, wit
 def _packable(model: Any) -> bool:
     """Text models whose attention takes a 4-D mask (SDPA, eager, flex). Vision models merge image features
     at placeholder positions a packed row would move; flash-attention kernels take no 4-D mask."""
-    from seedbench.models.vision import is_vision_model
-    from seedbench.models.weights import base_model
-
     implementation = str(getattr(getattr(base_model(model), "config", None), "_attn_implementation", "sdpa") or "sdpa")
     return not is_vision_model(model) and not implementation.startswith("flash")
 
 
 def _packed_logprobs(model, prompts, responses, device, ctx, with_entropy: bool, temperature: float, *,
                      shared_prefix: bool):
-    from seedbench.models.packing import pack_batch, packed_logits, unflatten
-
     packed = pack_batch(prompts, responses, shared_prefix=shared_prefix)
     mask = packed.mask.to(device)
     with ctx:

@@ -20,6 +20,9 @@ import json
 from pathlib import Path
 
 from seedbench.models.vision import IMAGE_PAD, VIDEO_PAD, VISION_END, VISION_START, VISION_TOKENS
+from seedbench.models.embedded import converted_dir
+from seedbench.models.tiny import tiny_tokenizer
+from seedbench.paths import cache_dir
 
 TINY_VLM_NAME = "tiny-vlm"
 SMOLLM2_VL_NAME = "smollm2-vl"
@@ -31,8 +34,6 @@ tests fast. The smollm2-vl demo allows up to 224×224 (64 tokens)."""
 
 
 def tiny_vlm_tokenizer():
-    from seedbench.models.tiny import tiny_tokenizer
-
     tokenizer = tiny_tokenizer()
     add_vision_tokens(tokenizer)
     return tokenizer
@@ -100,9 +101,6 @@ def save_vlm(folder: Path, model, tokenizer, processor, extra: dict | None = Non
 
 def smollm2_vl_dir() -> Path:
     """The cached smollm2-vl checkpoint folder, built on first use (about a minute, once)."""
-    from seedbench.models.embedded import converted_dir
-    from seedbench.paths import cache_dir
-
     source, gguf_sha = converted_dir()
     target = cache_dir("models", SMOLLM2_VL_NAME)
     marker = target / "seedbench_model.json"

@@ -22,6 +22,8 @@ from typing import Any, Sequence
 
 import torch
 
+from seedbench.models.weights import base_model
+
 NAME = "seedbench_tree"
 RUNS_KWARG = "seedbench_runs"
 
@@ -71,8 +73,6 @@ def _implementation(config, name: str):
 
 def packed_forward(model: Any, runs: Sequence, **inputs):
     """``model(**inputs)`` with the attention of every layer running over `runs` (no attention mask)."""
-    from seedbench.models.weights import base_model
-
     _register()
     with _implementation(base_model(model).config, NAME):  # a LoRA wrapper's layers read the base model's config
         return model(attention_mask=None, **inputs, **{RUNS_KWARG: _RunPlan(runs)})

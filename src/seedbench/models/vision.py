@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from typing import Any, Sequence
 
 from seedbench.prompt import Prompt, frame_id, frames_digest  # noqa: F401 - frame_id is public here too
+from seedbench.models.weights import base_model
 
 RENDERER_ATTR = "seedbench_vision"
 IMAGE_PAD, VIDEO_PAD, VISION_START, VISION_END = "<|image_pad|>", "<|video_pad|>", "<|vision_start|>", "<|vision_end|>"
@@ -126,8 +127,6 @@ def load_image_processor(source: str, **overrides: Any):
 # -- forwards ------------------------------------------------------------------------------------------
 
 def is_vision_model(model: Any) -> bool:
-    from seedbench.models.weights import base_model
-
     config = getattr(base_model(model), "config", None)  # a bare nn.Module (tests, custom heads) is text-only
     return getattr(config, "vision_config", None) is not None
 
@@ -135,8 +134,6 @@ def is_vision_model(model: Any) -> bool:
 def placeholder_ids(model: Any) -> list[int]:
     """Token ids a vision model must never sample: a sampled ``<|image_pad|>`` (or video pad) has no image
     features behind it, so the next forward would fail or misplace features."""
-    from seedbench.models.weights import base_model
-
     config = base_model(model).config
     ids = [getattr(config, name, None) for name in ("image_token_id", "video_token_id")]
     return [int(i) for i in ids if i is not None]

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from seedbench.models.checkpoint import checkpoint_checksum
-from seedbench.models.tiny_vlm import SMOLLM2_VL_NAME, TINY_VLM_NAME
+from seedbench.models.tiny_vlm import SMOLLM2_VL_NAME, TINY_VLM_NAME, smollm2_vl_dir, tiny_vlm
 from seedbench.models.vision import VisionRenderer, attach_renderer, load_image_processor, placeholder_ids
 
 LORA_LANGUAGE_ONLY = r"^(?!.*visual).*\.(q_proj|k_proj|v_proj|o_proj|gate_proj|up_proj|down_proj)$"
@@ -43,16 +43,12 @@ def load_vision_model(name: str, max_images: int, seed: int = 0) -> tuple[Any, A
     import torch
 
     if name == TINY_VLM_NAME:
-        from seedbench.models.tiny_vlm import tiny_vlm
-
         model, tokenizer, processor = tiny_vlm(seed=seed)
         source, checksum = "tiny-vlm(random init)", f"tiny-vlm-random-seed{seed}"
     else:
         from transformers import AutoModelForImageTextToText, AutoTokenizer
 
         if name == SMOLLM2_VL_NAME:
-            from seedbench.models.tiny_vlm import smollm2_vl_dir
-
             path = smollm2_vl_dir()
             source, checksum = str(path), json.loads((path / "seedbench_model.json").read_text())["checksum"]
         else:

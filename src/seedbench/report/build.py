@@ -22,6 +22,7 @@ from seedbench.report.data import Run, read_runs, results_frame
 from seedbench.report.document import (
     Bullets, Document, Figure, Quote, Section, Table, Text, md_code, md_escape, to_markdown, write_figures,
 )
+import seedbench
 
 E, C = md_escape, md_code  # every string read from a run enters the document through one of these
 
@@ -348,8 +349,6 @@ def _seconds(value: float) -> str:
 
 
 def _manifest_section(all_runs: list[Run], used: list[Run], opts: ReportOptions) -> Section:
-    import seedbench
-
     section = Section("Run manifest")
     manifest = T.manifest_table(all_runs)
     used_ids = {r.run for r in used}

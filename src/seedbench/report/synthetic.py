@@ -24,6 +24,7 @@ import numpy as np
 
 from seedbench.jsonio import append_jsonl, read_jsonl
 from seedbench.provenance import task_list_hash
+from seedbench.registry import resolve_env
 
 # Hypothetical final success rates of the agents a test can name; anything else gets 0.6.
 AGENT_SKILL = {"grpo": 0.55, "seed": 0.8, "gigpo": 0.7, "random": 0.1}
@@ -222,8 +223,6 @@ def write_run(
 
 def _env_id(env: str) -> str:
     try:
-        from seedbench.registry import resolve_env
-
         return resolve_env(env).env_id
     except Exception:  # not a registered env: a plausible id is enough for a synthetic run
         return f"seedbench/{env}-v0"

@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from seedbench.prompt import PromptLike
+from seedbench.models.vision import renderer_of
 
 TASK_PREFIX = "Your task is to: "
 FORMAT_INSTRUCTION = (
@@ -123,8 +124,6 @@ def render_prompt(tokenizer, user_content: str, images: Sequence = ()) -> Prompt
     """Token ids of the chat-templated prompt, ending with the assistant generation prompt. With `images`
     (uint8 frames) and a vision policy's tokenizer, a `seedbench.prompt.Prompt` that carries them; a text
     policy's tokenizer ignores them."""
-    from seedbench.models.vision import renderer_of
-
     renderer = renderer_of(tokenizer) if len(images) else None
     if renderer is not None:
         return renderer.render(tokenizer, user_content, images)

@@ -28,6 +28,11 @@ from seedbench.training.origin import check_origin_env, checkpoint_origin
 from seedbench.training.resume_config import check_resume_changes, record_config, run_started
 from seedbench.training.rundir import RunDir, default_run_name
 from seedbench.training.starting_model import starting_model_name
+from seedbench.engines.factory import close_engine, make_engine
+from seedbench.envs.pool import EnvPool
+from seedbench.envs.processes import available_cpus
+from seedbench.models.policy import load_policy
+from seedbench.rollout import continuous as async_rollout, lockstep as rollout
 
 ROLLOUT_SCHEDULERS = ("auto", "lockstep", "continuous")
 
@@ -42,9 +47,6 @@ def make_env_batch(config: RunConfig, alias: str, env: Any, num: int):
     """`num` envs of the run: a worker pool (``num_env_workers``; default one per CPU for envs that ask for
     ``worker_processes``) or in-process `LocalEnvs`. Training and evaluation (also `seedbench eval`) use it."""
     kwargs = dict(config.env_kwargs)
-    from seedbench.envs.pool import EnvPool
-    from seedbench.envs.processes import available_cpus
-
     workers = config.num_env_workers
     if workers is None:
         workers = available_cpus() if env.worker_processes else 0
@@ -58,8 +60,6 @@ def choose_rollout(scheduler: str, engine: Any):
     (`seedbench.rollout.continuous`); ``auto`` = continuous exactly when `engine` takes single requests."""
     if scheduler not in ROLLOUT_SCHEDULERS:
         raise ConfigError(f"rollout.scheduler: unknown {scheduler!r}; choose one of {', '.join(ROLLOUT_SCHEDULERS)}")
-    from seedbench.rollout import continuous as async_rollout, lockstep as rollout
-
     if scheduler == "continuous" or (scheduler == "auto" and async_rollout.supports_submit(engine)):
         return async_rollout.run_episodes
     return rollout.run_episodes
@@ -126,8 +126,6 @@ class RunParts:
         return make_env_batch(self.config, self.env_entry.alias, self.env, num)
 
     def close(self) -> None:
-        from seedbench.engines.factory import close_engine
-
         self.evaluator.close()
         close_engine(self.engine)
 
@@ -138,9 +136,6 @@ def build_run(config: RunConfig, run_dir: RunDir | None, parallel: SingleProcess
     ranks); otherwise (``seedbench eval``) no reference model, the agent only when `run_dir` names the run,
     and the analyzer warm-start warning off. `weights`: a checkpoint's model.pt loaded before the engine is
     built. The order (seed, env, policy, engine, agent) is the random streams' order, so keep it."""
-    from seedbench.engines.factory import make_engine
-    from seedbench.models.policy import load_policy
-
     parallel = parallel or SingleProcess()
     entry = resolve_env(config.env)
     seed_everything(config.seed)

@@ -34,6 +34,9 @@ import torch
 
 from seedbench.jsonio import read_json
 from seedbench.training.rundir import RunDir
+from seedbench.config import ConfigError
+from seedbench.models.policy import save_policy
+from seedbench.seeding import seed_everything
 
 
 @dataclass
@@ -128,8 +131,6 @@ class SingleProcess:
     def save_final_model(self, policy: Any, path) -> None:
         """``final_model/``: an HF checkpoint of the full weights, written by rank 0."""
         if self.is_main:
-            from seedbench.models.policy import save_policy
-
             save_policy(policy, path)
 
     def close(self) -> None:
@@ -161,8 +162,6 @@ class DataParallel(SingleProcess):
     def shard_rollout(self, run_episodes: Callable, gather: bool = False) -> Callable:
         def sharded(envs, env, engine, tokenizer, tasks, *args, episode_prefix: str = "", **kwargs):
             if len(tasks) < self.world_size:
-                from seedbench.config import ConfigError
-
                 raise ConfigError(f"{len(tasks)} task(s) cannot be shared by {self.world_size} ranks; raise "
                                   "rollout.tasks_per_batch and eval.num_tasks to at least the number of processes")
             start, stop = self._share(len(tasks))
@@ -242,8 +241,6 @@ class DataParallel(SingleProcess):
         for tensor in list(model.parameters()) + list(model.buffers()):
             self.dist.broadcast(tensor.data, src=0)
         if self.rank:  # rank 0 keeps the one-process stream; the others sample differently
-            from seedbench.seeding import seed_everything
-
             seed_everything(seed + 1_000_003 * self.rank)
 
     def barrier(self) -> None:

@@ -24,6 +24,9 @@ from seedbench.training.evaluator import (Evaluator, before_after, before_after_
                                           eval_tasks, success_table)
 from seedbench.training.records import episode_record
 from seedbench.training.rundir import RunDir
+from seedbench.envs.checks import probe_reset_seeding
+from seedbench.registry import make_env, resolve_env
+from seedbench.training.checkpoint_files import load_torch_file
 
 EVAL_FLAGS = {"env": "env", "episodes": "eval.num_tasks", "split": "eval.splits", "seed": "seed",
               "temperature": "eval.temperature", "max_new_tokens": "eval.max_new_tokens", "engine": "engine"}
@@ -113,8 +116,6 @@ def evaluate_agent(agent: str, env_name: str | None = None, *, episodes: int | N
 
 
 def _checkpoint_counters(checkpoint: Path) -> dict[str, int]:
-    from seedbench.training.checkpoint_files import load_torch_file
-
     state = checkpoint / "state.pt"
     if state.exists():
         return dict(load_torch_file(state, weights_only=False)["counters"])
@@ -122,8 +123,6 @@ def _checkpoint_counters(checkpoint: Path) -> dict[str, int]:
 
 
 def _evaluate_builtin(agent: str, config: RunConfig) -> list[dict]:
-    from seedbench.registry import make_env
-
     env = make_env(config.env, **config.env_kwargs)
     _probe(config, env)
     choose = _random_choice(random.Random(config.seed)) if agent == "random" else _scripted_choice()
@@ -148,9 +147,6 @@ def _probe(config: RunConfig, env: Any) -> None:
     """The start-up seeding probe the trainer runs (`seedbench.envs.checks.probe_reset_seeding`), so an
     evaluation refuses the env a run would refuse."""
     if config.probe_env_seeding:
-        from seedbench.envs.checks import probe_reset_seeding
-        from seedbench.registry import resolve_env
-
         probe_reset_seeding(env, resolve_env(config.env).alias)
 
 

@@ -17,6 +17,9 @@ from seedbench.config import ConfigError, RunConfig, episode_limits
 from seedbench.provenance import env_provenance, task_list_hash
 from seedbench.rollout.types import TaskRef, Trajectory
 from seedbench.training.rng import rng_isolated
+from seedbench.engines.base import SamplingParams, env_stop
+from seedbench.progress import progress_bar
+from seedbench.report.stats import paired_difference_ci
 
 
 def success_table(trajectories: list[Trajectory]) -> dict[str, Any]:
@@ -37,8 +40,6 @@ def before_after(first: dict, last: dict) -> dict[str, Any] | None:
     """Held-out success of one split at the first and the last evaluation of a run, on the tasks both
     evaluated (same ids, neither dropped), with the difference's paired 95 % bootstrap interval over tasks
     (`seedbench.report.stats.paired_difference_ci`); None when the records carry no per-task outcomes."""
-    from seedbench.report.stats import paired_difference_ci
-
     if "won" not in first or "won" not in last:
         return None
     before = dict(zip(first["task_ids"], first["won"]))
@@ -102,8 +103,6 @@ class Evaluator:
         self.envs = None
 
     def sampling(self):
-        from seedbench.engines.base import SamplingParams, env_stop
-
         cfg = self.config
         return SamplingParams(max_new_tokens=cfg.eval.max_new_tokens or cfg.rollout.max_new_tokens,
                               temperature=cfg.eval.temperature, top_p=1.0, greedy=cfg.eval.temperature == 0,
@@ -114,8 +113,6 @@ class Evaluator:
         stream, seeded by (run seed, iteration, the split's place in the list) and isolated from the caller's,
         so inserting an evaluation does not change training (and a replay matches), and a split evaluated
         alone (a resumed run finishing an interrupted evaluation) gives the record it gives among the others."""
-        from seedbench.progress import progress_bar
-
         iteration = counters.get("iteration", 0)
         params, results = self.sampling(), []
         for index, (split, tasks) in enumerate(self.tasks.items()):

@@ -35,6 +35,9 @@ from typing import Any, Iterable
 import torch
 
 from seedbench.training.distributed import DataParallel, SampleLayout
+from seedbench.config import ConfigError
+from seedbench.models.policy import save_policy
+from seedbench.models.weights import is_lora
 
 
 class ShardedDataParallel(DataParallel):
@@ -49,9 +52,6 @@ class ShardedDataParallel(DataParallel):
     # -- sharding ---------------------------------------------------------------------------------
     def shard_model(self, model: torch.nn.Module) -> None:
         from torch.distributed.fsdp import fully_shard
-
-        from seedbench.config import ConfigError
-        from seedbench.models.weights import is_lora
 
         if is_lora(model):
             raise ConfigError("distributed.strategy=fsdp does not shard LoRA models; use distributed.strategy=ddp "
@@ -148,8 +148,6 @@ class ShardedDataParallel(DataParallel):
         """Gather the full weights on every rank, then rank 0 saves them (its ``state_dict()`` answers from them)."""
         full = self.model.state_dict() if self.model is not None else None
         if self.is_main:
-            from seedbench.models.policy import save_policy
-
             self._full_state = full
             try:
                 save_policy(policy, path)

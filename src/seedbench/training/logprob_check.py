@@ -19,6 +19,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from seedbench.models.vision import frames_digest, prompt_images
+
 DEFAULT_THRESHOLD = 0.05
 """Mean |Δ log p| per token above which a run is flagged. A bf16 engine against bf16 autocast of the
 same weights measured 0.01–0.03 on SmolLM2-135M (docs/performance.md); a stale weight sync or a wrong
@@ -80,8 +82,6 @@ def compare_logprobs(sampled: Sequence[Sequence[float]], recomputed: Sequence[Se
 
 def sample_key(prompt_ids: Sequence[int], response_ids: Sequence[int]) -> tuple:
     """Ids plus the prompt's frames (a vision prompt's ids are equal for any image of the same size)."""
-    from seedbench.models.vision import frames_digest, prompt_images
-
     return tuple(prompt_ids), frames_digest(prompt_images(prompt_ids)), tuple(response_ids)
 
 

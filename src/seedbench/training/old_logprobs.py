@@ -18,6 +18,8 @@ from typing import Any, Callable
 
 import torch
 
+from seedbench.training.logprob_check import check_train_samples, sample_key, sampled_logprobs_by_ids
+
 
 class Scored:
     """``optim.old_logprobs=score``: π_old from a scoring pass before the first optimizer step."""
@@ -74,8 +76,6 @@ class FromEngine(Scored):
     def after_mini_batch(self, mini, result, first, rerun):
         if not (first and self.from_engine):
             return result
-        from seedbench.training.logprob_check import check_train_samples
-
         update, batch, current = self.update, self.batch, result[1]
         check = check_train_samples([batch.samples[i] for i in mini], [current[i] for i in mini], batch.trajectories,
                                     update.config.logprob_check_threshold)
@@ -99,8 +99,6 @@ def choose_old_logprobs(update, batch, single_pass: bool) -> Scored:
     if mode == "first_forward" and single_pass and not dropout_active(update.policy.model):
         return FirstForward(update, batch)
     if mode == "engine" and update.engine_comparable(batch):
-        from seedbench.training.logprob_check import sample_key, sampled_logprobs_by_ids
-
         table = sampled_logprobs_by_ids(batch.trajectories)
         engine = [table.get(sample_key(s.prompt_ids, s.response_ids)) for s in batch.samples]
         if all(e is not None and len(e) == len(s.response_ids) for e, s in zip(engine, batch.samples)):

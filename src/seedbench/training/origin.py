@@ -17,6 +17,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+from seedbench.config import ConfigError
+
 WARM_START_MARKER = "seedbench_policy_sft.json"
 ANALYZER_SFT_MARKER = "seedbench_analyzer_sft.json"
 MARKERS = {WARM_START_MARKER: "sft-policy", ANALYZER_SFT_MARKER: "sft-analyzer"}
@@ -43,8 +45,6 @@ def checkpoint_origin(model_name: str) -> dict[str, Any] | None:
 
 def check_origin_env(origin: dict[str, Any] | None, env_alias: str, allow_other_env: bool) -> None:
     """A `ConfigError` when `origin` was fine-tuned on another env than `env_alias` (and the override is off)."""
-    from seedbench.config import ConfigError
-
     if origin is None or allow_other_env:
         return
     trained_on = origin["provenance"].get("env")

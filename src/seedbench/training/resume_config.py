@@ -22,6 +22,7 @@ from typing import Any
 
 from seedbench.config import (ConfigError, RunConfig, build_config, from_dict, load_yaml, to_dict, update_dataclass,
                               validate_config)
+from seedbench.training.rundir import LOG_FILES
 
 ALLOW_FLAG = "--allow-config-changes"
 """The `seedbench run` switch that lets a resume change fields outside `RESUMABLE_FIELDS`."""
@@ -147,8 +148,6 @@ def _sets_step_cap(values: dict[str, Any], section: str) -> bool:
 def run_started(path: Path) -> bool:
     """Whether `path` holds work of a run: a complete checkpoint or any logged record. A directory with
     neither is what a start that failed before its first iteration leaves; a fresh start may reuse it."""
-    from seedbench.training.rundir import LOG_FILES
-
     path = Path(path)
     if any((path / "checkpoints").glob("it_*/COMPLETE")):
         return True

@@ -39,6 +39,7 @@ from typing import Any
 
 import yaml
 
+from seedbench import __version__
 from seedbench.frames import FrameStore
 from seedbench.jsonio import (RunFileWarning, append_jsonl, keep_dropped, read_json_checked, read_jsonl,
                               read_jsonl_lines, write_json_atomic)
@@ -76,8 +77,6 @@ def package_versions() -> dict[str, str]:
         requirements = metadata.requires("seedbench") or []
         versions = {}
     except metadata.PackageNotFoundError:
-        from seedbench import __version__
-
         requirements = _source_tree_requirements()
         versions = {"seedbench": f"{__version__} (source tree, not installed)"}
     names = ["seedbench", "vllm", "trl", *(_requirement_name(r) for r in requirements)]

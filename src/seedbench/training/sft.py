@@ -23,6 +23,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from seedbench.progress import progress_bar
+from seedbench.rollout.prompting import render_prompt
+
 
 @dataclass(frozen=True)
 class SFTSettings:
@@ -41,8 +44,6 @@ class SFTSettings:
 def tokenize_example(tokenizer: Any, content: str, answer: str) -> dict[str, list[int]]:
     """One training row: the chat-templated prompt of user message `content`, then `answer` and the
     end-of-sequence token; labels are -100 on the prompt."""
-    from seedbench.rollout.prompting import render_prompt
-
     prompt = render_prompt(tokenizer, content)
     completion = tokenizer(answer, add_special_tokens=False)["input_ids"] + [tokenizer.eos_token_id]
     return {"input_ids": prompt + completion, "labels": [-100] * len(prompt) + completion}
@@ -146,8 +147,6 @@ def progress_callback(desc: str = "SFT") -> Any:
     own tqdm is off because it redraws every step, which floods a log file. Built inside a function so
     that importing this module does not import transformers."""
     from transformers import TrainerCallback
-
-    from seedbench.progress import progress_bar
 
     class SFTProgress(TrainerCallback):
         def on_train_begin(self, args, state, control, **kwargs):

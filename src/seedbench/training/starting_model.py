@@ -27,6 +27,10 @@ from typing import Any, Callable
 
 from seedbench.config import RunConfig
 from seedbench.paths import cache_dir
+from seedbench import __version__
+from seedbench.models.checkpoint import checkpoint_checksum
+from seedbench.registry import load_object
+from seedbench.training.warm_start import DEMO_FORMAT, warm_start
 
 CACHE_FOLDER = "starting_models"
 ANALYZER_SFT_FORMAT = "seedbench.agents.seed.hindsight:ANNOTATION_FORMAT"
@@ -36,8 +40,6 @@ ANALYZER_SFT_BUILDER = "seedbench.agents.seed.stage1:build_for_run"
 
 def cache_key(kind: str, config: RunConfig, base_name: str, settings: dict[str, Any]) -> str:
     """A short hash of what decides the weights of a `kind` step built from `base_name` under `config`."""
-    from seedbench import __version__
-
     facts = {"kind": kind, "base": base_identity(base_name), "env": config.env, "env_kwargs": config.env_kwargs,
              "history_length": config.rollout.history_length, "max_steps": config.rollout.max_steps,
              "dtype": config.model.dtype, "seed": config.seed, "settings": settings, "seedbench": __version__}
@@ -48,8 +50,6 @@ def base_identity(name: str) -> str:
     """What a step is built from: a checkpoint this module cached is named by its own key (its folder);
     any other model by its checksum (`checkpoint_checksum`: for a local folder, file names and sizes, which
     two fine-tunes of one model share, so it cannot tell cached steps apart)."""
-    from seedbench.models.checkpoint import checkpoint_checksum
-
     path = Path(name)
     if path.parent.parent == cache_dir(CACHE_FOLDER):
         return path.parent.name
@@ -78,8 +78,6 @@ def cached_build(kind: str, key: str, build: Callable[[Path], Path]) -> Path:
 
 def warm_start_model(config: RunConfig, base_name: str) -> Path:
     """The behaviour-cloning warm start of `config.warm_start` from `base_name` (built once, cached)."""
-    from seedbench.training.warm_start import DEMO_FORMAT, warm_start
-
     settings = dataclasses.asdict(config.warm_start)
     key = cache_key("warm-start", config, base_name, {**settings, "demo_format": DEMO_FORMAT})
     step = dataclasses.replace(config, model=dataclasses.replace(config.model, name=base_name))
@@ -91,8 +89,6 @@ def warm_start_model(config: RunConfig, base_name: str) -> Path:
 def analyzer_sft_model(config: RunConfig, base_name: str) -> Path:
     """SEED's stage 1 of `config.analyzer_sft` from `base_name` (built once, cached). The stage-1 command
     belongs to SEED's package; it is reached by name, like a registry entry, so core imports no agent."""
-    from seedbench.registry import load_object
-
     settings = {**dataclasses.asdict(config.analyzer_sft), "max_new_tokens": config.rollout.max_new_tokens,
                 "annotation_format": load_object(ANALYZER_SFT_FORMAT)}
     key = cache_key("analyzer-sft", config, base_name, settings)

@@ -22,6 +22,7 @@ from seedbench.agents.base import PreparedUpdate
 from seedbench.config import RunConfig, other_agents_algo_keys, to_dict, validate_config
 from seedbench.progress import progress_bar
 from seedbench.rollout.types import TaskRef, Trajectory
+from seedbench.tracking import open_tracker
 from seedbench.training import parallel
 from seedbench.training.build import build_run, open_run_dir
 from seedbench.training.evaluator import before_after_line
@@ -71,8 +72,6 @@ class Trainer:
             self.run_dir.truncate_logs_after(self.counters["iteration"])
         elif resume:
             self.run_dir.truncate_logs_after(0)
-        from seedbench.tracking import open_tracker
-
         self.tracker = open_tracker(config.track, self.run_dir.path, to_dict(config), resume, self.counters["iteration"])
         if self.tracker is not None:
             self.run_dir.observers.append(self.tracker)

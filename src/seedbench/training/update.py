@@ -22,6 +22,7 @@ from seedbench.progress import progress_bar
 from seedbench.rollout.types import Trajectory
 from seedbench.training.distributed import SingleProcess
 from seedbench.training.old_logprobs import choose_old_logprobs, dropout_active  # noqa: F401 - re-exported
+from seedbench.training.logprob_check import check_train_samples, sample_key, sampled_logprobs_by_ids
 
 
 @dataclass
@@ -173,8 +174,6 @@ class PolicyUpdate:
 
     def _engine_logprobs(self, batch: UpdateBatch) -> list[list[float] | None]:
         """Each sample's engine log-probs for ``optim.rollout_is`` (None: not an unchanged rollout step)."""
-        from seedbench.training.logprob_check import sample_key, sampled_logprobs_by_ids
-
         table = sampled_logprobs_by_ids(batch.trajectories)
         found = [table.get(sample_key(s.prompt_ids, s.response_ids)) for s in batch.samples]
         return [e if e is not None and len(e) == len(s.response_ids) else None for e, s in zip(found, batch.samples)]
@@ -194,8 +193,6 @@ class PolicyUpdate:
         """Engine vs trainer log-probs of the sampled tokens; warns when they disagree (biased PPO ratios)."""
         if not self.engine_comparable(batch):
             return {}
-        from seedbench.training.logprob_check import check_train_samples
-
         check = check_train_samples(batch.samples, old_logp, batch.trajectories, self.config.logprob_check_threshold)
         if check.tokens == 0:
             return {}

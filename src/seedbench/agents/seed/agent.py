@@ -37,10 +37,16 @@ from seedbench.agents.base import AgentContext, MiniBatch, PreparedUpdate
 from seedbench.agents.grpo import GRPOAgent, GRPOConfig
 from seedbench.config.errors import ConfigError
 from seedbench.config.resolve import context_length
-from seedbench.config.schema import Count, NonNegative, Positive, RunConfig
+from seedbench.config.schema import Count, ModelConfig, NonNegative, Positive, RunConfig
 from seedbench.models.vision import prompt_images
 from seedbench.rollout.prompting import current_observation, insert_skill, render_prompt  # noqa: F401 - current_observation re-exported
 from seedbench.training.origin import ANALYZER_SFT_MARKER  # the stage-1 provenance file, written by sft-analyzer
+from seedbench.agents.seed.skill_library import SkillLibrary
+from seedbench.engines.base import SamplingParams
+from seedbench.engines.factory import hf_options
+from seedbench.engines.hf import HFEngine
+from seedbench.models.policy import load_policy
+from seedbench.models.weights import frozen_copy
 
 ANALYZERS = ("current", "frozen", "static")
 
@@ -179,8 +185,6 @@ class SEEDAgent(GRPOAgent):
         return None
 
     def _load_library(self):
-        from seedbench.agents.seed.skill_library import SkillLibrary
-
         path = self.config.skill_library
         if not path and self.stage1 and self.stage1.get("annotations"):
             path = self.stage1["annotations"]
@@ -193,16 +197,10 @@ class SEEDAgent(GRPOAgent):
             raise ConfigError(f"algo.skill_library: {err}") from err
 
     def _frozen_engine(self):
-        from seedbench.engines.factory import hf_options
-        from seedbench.engines.hf import HFEngine
-
         ctx, policy = self.context, self.context.policy
         batch = ctx.config.rollout.generation_batch_size
         options = hf_options(ctx.config)  # the run's `hf` switches apply to the frozen analyzer too
         if self.config.analyzer_model:
-            from seedbench.config.schema import ModelConfig
-            from seedbench.models.policy import load_policy
-
             model_cfg = ModelConfig(name=self.config.analyzer_model, device=ctx.config.model.device,
                                     dtype=ctx.config.model.dtype)
             frozen = load_policy(model_cfg, need_reference=False, seed=ctx.config.seed)
@@ -215,8 +213,6 @@ class SEEDAgent(GRPOAgent):
         if policy.ref_model is not None:
             model = policy.ref_model
         else:
-            from seedbench.models.weights import frozen_copy
-
             model = frozen_copy(policy.model, policy.compute_dtype or torch.float32)
         return HFEngine(model, policy.tokenizer, policy.device, batch_size=batch, **options)
 
@@ -316,8 +312,6 @@ class SEEDAgent(GRPOAgent):
                 analyses.append(Analysis(entry.summary, entry.skill))
                 extra[t] = {"library_source": entry.source, "library_similarity": round(score, 4)}
         else:
-            from seedbench.engines.base import SamplingParams
-
             engine = self._analysis_engine or self.context.engine
             tokenizer = self._frozen_tokenizer or self.context.policy.tokenizer
 

@@ -37,6 +37,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Protocol
 
+from seedbench.agents.seed.hindsight import HindsightAnnotator
+from seedbench.config.schema import ModelConfig
+from seedbench.engines.base import SamplingParams
+from seedbench.engines.hf import HFEngine
+from seedbench.models.policy import load_policy
+from seedbench.rollout.prompting import render_prompt
+
 if TYPE_CHECKING:
     from seedbench.envs.text_env import TextEnv
 
@@ -46,7 +53,7 @@ DEFAULT_API_KEY_ENV = "OPENAI_API_KEY"
 BASE_URL_ENV = "SEEDBENCH_ANNOTATOR_BASE_URL"
 ORACLE_LABEL = ("oracle (LEAKS THE ANSWER: hint distillation, skills copy the env's expert plan or rewarded "
                 "answer; not hindsight analysis, not a model)")
-SCRIPTED_ALIAS_WARNING = ("seedbench: warning: --annotator scripted is now oracle, which leaks the answer (its skills "
+SCRIPTED_ALIAS_WARNING = ("seedbench: warning: --annotator scripted is an alias of oracle, which leaks the answer (its skills "
                           "copy the expert plan or rewarded answer); use --annotator hindsight for analyses of the "
                           "trajectory alone")
 OFFLINE_HINT = ("no annotator model is reachable offline: pass --annotator hf:<local model directory>, or "
@@ -170,10 +177,6 @@ class HFAnnotator:
     def check(self) -> None:
         if self._engine is not None:
             return
-        from seedbench.config.schema import ModelConfig
-        from seedbench.engines.hf import HFEngine
-        from seedbench.models.policy import load_policy
-
         if self.name.startswith(("/", "./", "../", "~")) and not Path(self.name).expanduser().exists():
             raise AnnotatorUnavailable(f"annotator model directory {self.name} does not exist; {OFFLINE_HINT}")
         try:
@@ -186,9 +189,6 @@ class HFAnnotator:
                                 dtype=policy.compute_dtype)
 
     def annotate(self, requests: list[AnnotationRequest]) -> list[str]:
-        from seedbench.engines.base import SamplingParams
-        from seedbench.rollout.prompting import render_prompt
-
         self.check()
         prompts = [render_prompt(self._policy.tokenizer, r.content) for r in requests]
         params = SamplingParams(max_new_tokens=self.max_new_tokens, greedy=True, stop=[])
@@ -266,8 +266,6 @@ def make_annotator(spec: str, *, make_env: Callable[[], Any], env_cls: type | No
     """Build the annotator named by `spec` (see module docstring). `make_env` builds an env (only
     ``oracle`` calls it); `env_cls` is the env's class, whose ``hindsight_facts`` hook ``hindsight`` reads."""
     if spec == "hindsight":
-        from seedbench.agents.seed.hindsight import HindsightAnnotator
-
         return HindsightAnnotator(env_cls)
     if spec == "scripted":
         print(SCRIPTED_ALIAS_WARNING, file=sys.stderr)

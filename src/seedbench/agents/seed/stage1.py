@@ -36,9 +36,25 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any
 
-from seedbench.config import (ConfigError, Count, Engine, ModelConfig, NonNegative, NonNegativeInt, Positive, Range,
-                              add_config_flags, apply_config_flags, resolve_step_cap)
-from seedbench.training.origin import ANALYZER_SFT_MARKER as MARKER
+from seedbench.config import (
+    ConfigError, Count, Engine, ModelConfig, NonNegative, NonNegativeInt, Positive, Range, add_config_flags,
+    apply_config_flags, build_config, env_class, load_yaml, parse_set_pairs, resolve_step_cap, set_dotted,
+)
+from seedbench.training.origin import ANALYZER_SFT_MARKER as MARKER, checkpoint_origin
+from seedbench import __version__
+from seedbench.agents.seed.analysis import episode_steps, fit_analyzer_content, parse_analysis
+from seedbench.agents.seed.annotators import AnnotationRequest, AnnotatorUnavailable, make_annotator
+from seedbench.engines.base import SamplingParams
+from seedbench.engines.factory import close_engine, make_engine
+from seedbench.envs.batch import LocalEnvs
+from seedbench.jsonio import append_jsonl, write_json_atomic
+from seedbench.models.policy import load_policy, save_policy
+from seedbench.registry import UnknownNameError, make_env, resolve_env
+from seedbench.rollout.lockstep import run_episodes
+from seedbench.rollout.types import TaskRef
+from seedbench.seeding import seed_everything
+from seedbench.training.rundir import default_run_name
+from seedbench.training.sft import SFTSettings, fine_tune, tokenize_example
 
 
 @dataclass
@@ -127,9 +143,6 @@ def parse_config(argv: list[str] | None) -> Stage1Config:
     """The checked stage-1 config of a command line (before anything is loaded or written): the run config
     of ``--config``/``--set`` (with ``--env``, ``--model``, ``--seed``) supplies the defaults that stage 1
     shares with stage 2, then every explicit flag is applied."""
-    from seedbench.config import build_config, env_class, load_yaml, parse_set_pairs, set_dotted
-    from seedbench.registry import resolve_env
-
     args = build_parser().parse_args(argv)
     pairs = vars(args).pop("run_set", None) or []
     overrides = parse_set_pairs(pairs)
@@ -169,10 +182,6 @@ def main(argv: list[str] | None = None) -> int:
         print(f"seedbench: error: {err}", file=sys.stderr)
         return 2
     except Exception as err:  # noqa: BLE001 - registry/config errors are user errors: one line, exit 2
-        from seedbench.agents.seed.annotators import AnnotatorUnavailable
-        from seedbench.config import ConfigError
-        from seedbench.registry import UnknownNameError
-
         if isinstance(err, (AnnotatorUnavailable, ConfigError, UnknownNameError, FileNotFoundError, ImportError)):
             print(f"seedbench: error: {err}", file=sys.stderr)
             return 2
@@ -196,23 +205,6 @@ def build_for_run(config: Any, base_name: str, output: Path) -> Path:
 def run(args: Stage1Config, announce: bool = True) -> Path:
     """Stage 1 end to end into ``args.output/model``; `announce` prints where it went and the next command."""
     import numpy as np
-
-    from seedbench.agents.seed.analysis import episode_steps, fit_analyzer_content, parse_analysis
-    from seedbench.agents.seed.annotators import AnnotationRequest, make_annotator
-    from seedbench.config import env_class
-    from seedbench.engines.factory import close_engine, make_engine
-    from seedbench.engines.base import SamplingParams
-    from seedbench.models.policy import load_policy
-    from seedbench.registry import make_env, resolve_env
-    from seedbench.rollout.types import TaskRef
-    from seedbench.envs.batch import LocalEnvs
-    from seedbench.rollout.lockstep import run_episodes
-    from seedbench.seeding import seed_everything
-    from seedbench.jsonio import append_jsonl, write_json_atomic
-    from seedbench.training.rundir import default_run_name
-    from seedbench.training.sft import SFTSettings, fine_tune, tokenize_example
-    from seedbench import __version__
-    from seedbench.training.origin import checkpoint_origin
 
     entry = resolve_env(args.env)
     max_steps, env_kwargs = resolve_step_cap(entry.alias, env_class(entry), args.max_steps, args.env_kwargs)
@@ -301,8 +293,6 @@ def run(args: Stage1Config, announce: bool = True) -> Path:
     metrics = fine_tune(policy, [rows[i] for i in train_idx], [rows[i] for i in val_idx], settings, out)
 
     # 4. the checkpoint
-    from seedbench.models.policy import save_policy
-
     model_dir = out / "model"
     save_policy(policy, model_dir)
     provenance = {

@@ -44,9 +44,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from seedbench.envs.alfworld.engine import ALFWORLD_VERSION, missing_alfworld_error
+from seedbench.envs.alfworld.engine import ALFWORLD_VERSION, make_engine, missing_alfworld_error
 from seedbench.envs.processes import available_cpus, run_tasks
-from seedbench.paths import UnsafePathError, inside
+from seedbench.paths import UnsafePathError, cache_dir, inside
+from seedbench.provenance import digest
 
 POOL_FORMAT = "seedbench-alfworld-pool/1"
 SPLITS = ("train", "valid_seen", "valid_unseen")
@@ -361,8 +362,6 @@ def expert_env():
     `seedbench.envs.alfworld.engine`). One per process, reused across games."""
     global _EXPERT_ENV
     if _EXPERT_ENV is None:
-        from seedbench.envs.alfworld.engine import make_engine
-
         _EXPERT_ENV = make_engine(expert=True)
     return _EXPERT_ENV
 
@@ -402,8 +401,6 @@ def pool_checksum(games: list[dict[str, Any]]) -> str:
     """The data checksum of a game pool (`ALFWorldEnv.provenance`): every game's id, split, task type and
     game-file sha256, in split order. The manifest's timings and candidate statistics do not count, so a
     resumed or re-run generation that keeps the same games keeps the checksum."""
-    from seedbench.provenance import digest
-
     return digest([[g["id"], g["split"], g["task_type"], g["sha256"]] for g in games])
 
 
@@ -700,8 +697,6 @@ def _installed_version(name: str) -> str | None:
 
 
 def default_out_dir() -> Path:
-    from seedbench.paths import cache_dir
-
     return cache_dir("alfworld")
 
 

@@ -55,7 +55,7 @@ from pathlib import Path
 from typing import Any
 
 from seedbench.envs.action_parsing import check_projection, project_action
-from seedbench.envs.alfworld.data import POOL_FORMAT, SPLITS, TASK_TYPES, pool_checksum, sha256_file
+from seedbench.envs.alfworld.data import POOL_FORMAT, SPLITS, TASK_TYPES, default_out_dir, pool_checksum, sha256_file
 from seedbench.envs.alfworld.engine import ALFWORLD_VERSION, make_engine
 from seedbench.envs.text_env import TextEnv
 from seedbench.paths import UnsafePathError, inside
@@ -130,8 +130,6 @@ class GamePool:
             pool = cls.from_official(Path(official).expanduser())
             if pool is not None:
                 return pool
-        from seedbench.envs.alfworld.data import default_out_dir
-
         generated = default_out_dir()
         if (generated / "manifest.json").exists():
             return cls.from_manifest(generated)

@@ -19,6 +19,9 @@ from pathlib import Path
 
 from seedbench.envs.search.kb import KBSize, corpus_of, generate_kb
 from seedbench.envs.search.questions import generate_questions
+from seedbench.envs.search.countries import country_corpus, country_questions, load_countries
+from seedbench.envs.search.loaders import read_corpus, read_questions
+from seedbench.paths import cache_dir
 
 DATASETS = ("synthetic", "countryinfo", "files")
 KB_SIZES = {"default": KBSize(), "small": KBSize(countries=4, cities=15, organisations=20, people=60)}
@@ -47,13 +50,9 @@ def load_dataset(dataset: str = "synthetic", kb_seed: int = 0, kb_size: str = "d
         kb = generate_kb(kb_seed, KB_SIZES[kb_size])
         return Dataset(dataset, corpus_of(kb), generate_questions(kb, kb_seed), "generated")
     if dataset == "countryinfo":
-        from seedbench.envs.search.countries import country_corpus, country_questions, load_countries
-
         countries = load_countries()
         return Dataset(dataset, country_corpus(countries), country_questions(countries, kb_seed), "generated")
     if dataset == "files":
-        from seedbench.envs.search.loaders import read_corpus, read_questions
-
         if not corpus_file or not test_file:
             raise ValueError("dataset='files' needs corpus_file=<wiki-18 style .jsonl> and test_file=<.parquet/.jsonl> "
                              "(train_file optional), e.g. --kwarg corpus_file=wiki-18.jsonl test_file=test.parquet")
@@ -83,8 +82,6 @@ def write_dataset(data: Dataset, out: Path) -> dict:
 
 def main(argv: list[str] | None = None) -> int:
     """`seedbench data search [--dataset NAME] [--kb-seed N] [--kb-size NAME] [--out DIR]`."""
-    from seedbench.paths import cache_dir
-
     parser = argparse.ArgumentParser(prog="seedbench data search",
                                      description="write a Search-QA corpus and question files to the cache dir")
     parser.add_argument("--dataset", choices=("synthetic", "countryinfo"), default="synthetic")

@@ -61,6 +61,7 @@ from seedbench.envs.search.data import Dataset, load_dataset
 from seedbench.envs.search.rewards import REWARDS, search_reward
 from seedbench.envs.search.retrieval import BM25_HINT, BM25Retriever, HttpRetriever, passages_to_string
 from seedbench.envs.text_env import TextEnv
+from seedbench.provenance import digest
 
 # Our wording of Search-R1's prompt (scripts/data_process/nq_search.py). It keeps the two details that
 # change scores: the two complete <answer> tags the reference extractor counts, and the "Beijing" example.
@@ -248,8 +249,6 @@ class SearchQAEnv(TextEnv):
         return [command_text("search", t) for t in todo] + [command_text("answer", self.question["golden_answers"][0])]
 
     def provenance(self) -> dict[str, str]:
-        from seedbench.provenance import digest
-
         options = {k: getattr(self, k) for k in ("extraction", "response_cut", "normalization", "max_turns",
                                                   "final_answer_turn", "topk", "retriever_kind")}
         # the scoring options enter only when changed, so the default protocol keeps its checksum

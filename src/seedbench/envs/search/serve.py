@@ -10,7 +10,10 @@ from __future__ import annotations
 
 import argparse
 
-from seedbench.envs.search.server import ServerLimits
+from seedbench.envs.search.server import ServerLimits, serve
+from seedbench.envs.search.data import load_dataset
+from seedbench.envs.search.loaders import read_corpus
+from seedbench.envs.search.retrieval import BM25Retriever
 
 DEFAULTS = ServerLimits()
 
@@ -60,11 +63,6 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from seedbench.envs.search.data import load_dataset
-    from seedbench.envs.search.loaders import read_corpus
-    from seedbench.envs.search.retrieval import BM25Retriever
-    from seedbench.envs.search.server import serve
-
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.topk > args.max_topk:

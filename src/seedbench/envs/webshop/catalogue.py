@@ -28,6 +28,7 @@ from pathlib import Path
 
 from seedbench.envs.webshop.vocabulary import (BRAND_SYLLABLES, CATEGORIES, DESCRIPTION_SENTENCES,
                                                INSTRUCTION_OPENERS, OPTION_VALUES)
+from seedbench.paths import cache_dir
 
 GENERATOR_VERSION = "1"
 DEFAULT_PRODUCTS = 1000  # the papers' subset size (items_shuffle_1000.json)
@@ -44,8 +45,6 @@ def sha256_bytes(data: bytes) -> str:
 
 
 def default_dir(num_products: int = DEFAULT_PRODUCTS, seed: int = DEFAULT_SEED) -> Path:
-    from seedbench.paths import cache_dir
-
     return cache_dir("webshop", f"generated-n{num_products}-s{seed}-v{GENERATOR_VERSION}")
 
 

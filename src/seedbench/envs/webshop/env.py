@@ -57,6 +57,7 @@ from seedbench.envs.webshop.pages import END_BUTTON, Session, render
 from seedbench.envs.webshop.products import Catalogue, WebShopDataError, load_catalogue
 from seedbench.envs.webshop.reward import RewardRules, fuzzy_scorer, get_reward
 from seedbench.envs.webshop.search import SearchIndex, shared_index
+from seedbench.provenance import digest
 
 ACTION = re.compile(r"(.+)\[(.+)\]")
 SEARCH_PLACEHOLDER = "search[<your query>]"
@@ -87,8 +88,6 @@ def open_shop(data: str | None, goals: str, num_products: int | None, products: 
     key = (str(data) if data is not None else os.environ.get("SEEDBENCH_WEBSHOP_DATA"), goals, num_products,
            products, seed, price_seed, tuple(bounds) if bounds else None)
     if key not in _SHOPS:
-        from seedbench.provenance import digest
-
         catalogue = load_catalogue(data, num_products=num_products, generate_products=products, seed=seed)
         if goals == "human" and not catalogue.has_human_goals:
             raise WebShopDataError(f"goals='human' needs items_human_ins.json in {catalogue.root}")

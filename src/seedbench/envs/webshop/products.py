@@ -24,7 +24,7 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
-from seedbench.envs.webshop.catalogue import MANIFEST, sha256_bytes
+from seedbench.envs.webshop.catalogue import MANIFEST, generate, sha256_bytes
 
 ENV_VAR = "SEEDBENCH_WEBSHOP_DATA"
 HUMAN_FILE = "items_human_ins.json"
@@ -68,8 +68,6 @@ def resolve_data_dir(data: str | os.PathLike | None, num_products: int, seed: in
     """(directory, source) of the data to load; generates the default catalogue when nothing is given."""
     data = data if data is not None else (os.environ.get(ENV_VAR) or None)
     if data is None:
-        from seedbench.envs.webshop.catalogue import generate
-
         return generate(num_products=num_products, seed=seed), "generated"
     root = Path(data).expanduser()
     if root.is_file():

@@ -30,6 +30,8 @@ import re
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable
 
+from seedbench.envs.webshop.nouns import heuristic_nouns
+
 COLOR_SET = (
     "alabaster", "apricot", "aqua", "ash", "asphalt", "azure", "banana", "beige", "black", "blue", "blush",
     "bordeaux", "bronze", "brown", "burgundy", "camel", "camo", "caramel", "champagne", "charcoal", "cheetah",
@@ -161,7 +163,7 @@ def get_reward(purchased: dict, goal: dict, price: float, options: dict[str, str
                score: Callable | None = None) -> tuple[float, dict]:
     """``(total, details)`` for buying `purchased` with the chosen `options` ({name: value}) at `price`."""
     if nouns is None:
-        from seedbench.envs.webshop.nouns import heuristic_nouns as nouns
+        nouns = heuristic_nouns
     score = score or fuzzy_scorer(rules.fuzzy)
     n_attrs, n_options = len(goal["attributes"]), len(goal["goal_options"])
     if n_attrs == 0 and rules.empty_attributes == "raise":

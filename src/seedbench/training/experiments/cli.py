@@ -11,6 +11,7 @@ import yaml
 
 from seedbench.training.experiments.driver import run_experiment
 from seedbench.training.experiments.spec import ExperimentError, ExperimentSpec, load_spec, parse_spec
+from seedbench.report import build_report
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -88,8 +89,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("failed: " + ", ".join(o.run for o in failed) + f" (logs in {spec.output / 'logs'}); rerun to retry")
         return 1
     if args.report:
-        from seedbench.report import build_report
-
         files = build_report([spec.output], spec.output / "report")
         print(f"report: {files.html}")
     return 0

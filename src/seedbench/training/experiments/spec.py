@@ -12,6 +12,7 @@ from typing import Any
 import yaml
 
 from seedbench.paths import UnsafePathError, inside
+from seedbench.config import build_config, set_dotted
 from seedbench.training.experiments.arm import label_problem
 
 
@@ -217,8 +218,6 @@ def _model_tag(model: str) -> str:
 
 def trajectories_per_iteration(config: str | None, overrides: dict[str, Any]) -> int:
     """tasks_per_batch × group_size of the config a run would get (recipe + overrides)."""
-    from seedbench.config import build_config, set_dotted
-
     nested: dict[str, Any] = {}
     for key, value in overrides.items():
         if key.startswith("rollout."):
