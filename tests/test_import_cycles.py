@@ -131,11 +131,6 @@ def test_each_import_inside_a_function_gets_the_reason_the_graph_gives(import_cy
     assert f"2  {import_cycles.UNKNOWN}" in text and "      pkg.worker -> pkg.heavy  (pkg/worker.py:3)" in text
 
 
-OWNED_ELSEWHERE = {"src/seedbench/training/warm_start.py"}
-"""Files another change is rewriting: their in-function imports are hoisted there. The test below fails
-once such a file has no unclassified import left, so the entry is removed with the change."""
-
-
 def test_every_import_seedbench_defers_has_a_reason(import_cycles, seedbench_graph):
     """Every import of a seedbench module made inside a function says why it is not at the module top
     (``python scripts/import_cycles.py --deferred`` lists them grouped by reason)."""
@@ -144,6 +139,6 @@ def test_every_import_seedbench_defers_has_a_reason(import_cycles, seedbench_gra
         if deferral.reason == import_cycles.UNKNOWN:
             path = str(deferral.imp.path.relative_to(ROOT))
             unknown.setdefault(path, []).append(f"{deferral.imp.source} -> {deferral.imp.target}:{deferral.imp.line}")
-    assert set(unknown) == OWNED_ELSEWHERE, unknown
+    assert unknown == {}, unknown
     reasons = {d.reason for d in import_cycles.deferrals(seedbench_graph)}
     assert import_cycles.HEAVY_TARGET in reasons and import_cycles.KEEPS_LIGHT in reasons

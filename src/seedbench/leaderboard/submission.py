@@ -301,6 +301,7 @@ def _check_identity(s: dict[str, Any], sub: Submission, board: Board | None, boa
     match = FOLDER_RE.match(sub.name)
     arm = s.get("arm")
     if arm is not None:
+        # deferred: the experiments package __init__ loads its driver, which imports report and leaderboard
         from seedbench.training.experiments.arm import label_problem
 
         if label_problem(arm):

@@ -256,6 +256,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--resume", action="store_true")
     parser.add_argument("--sleep", type=float, default=float(os.environ.get("SEEDBENCH_FAKE_SLEEP", "0")))
     args = parser.parse_args(argv)
+    # deferred: the experiments package __init__ loads its driver, which imports report
     from seedbench.training.experiments.arm import holds_run_files
 
     out = Path(args.output)

@@ -32,9 +32,21 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from seedbench.config import ConfigError, RunConfig
+from seedbench import __version__
+from seedbench.config import ConfigError, RunConfig, build_config, load_yaml, parse_set_pairs, set_dotted
+from seedbench.engines.base import Generation
+from seedbench.envs.batch import LocalEnvs
 from seedbench.envs.text_env import TextEnv
-from seedbench.training.origin import WARM_START_MARKER
+from seedbench.jsonio import write_json_atomic
+from seedbench.models.policy import load_policy, save_policy
+from seedbench.progress import progress_bar
+from seedbench.registry import UnknownNameError, make_env, resolve_env
+from seedbench.rollout.episode import EpisodeRules, start_episodes
+from seedbench.rollout.types import TaskRef
+from seedbench.seeding import seed_everything
+from seedbench.training.origin import WARM_START_MARKER, checkpoint_origin
+from seedbench.training.rundir import default_run_name
+from seedbench.training.sft import SFTSettings, fine_tune, tokenize_example
 
 DEMO_SEED_STREAM = 0x5EED_BC
 """Second entry of the demo task seeds' RNG key (``default_rng([seed, DEMO_SEED_STREAM])``): a stream of
@@ -121,12 +133,6 @@ def collect_demos(config: RunConfig, alias: str, tokenizer: Any, num_demos: int,
     return every step of the won episodes as a `Demo`."""
     import numpy as np
 
-    from seedbench.engines.base import Generation
-    from seedbench.envs.batch import LocalEnvs
-    from seedbench.registry import make_env
-    from seedbench.rollout.episode import EpisodeRules, start_episodes
-    from seedbench.rollout.types import TaskRef
-
     spec = make_env(alias, **config.env_kwargs)
     max_steps = config.rollout.max_steps or spec.max_steps
     history = config.rollout.history_length if config.rollout.history_length is not None else spec.history_length
@@ -202,7 +208,6 @@ def build_parser() -> argparse.ArgumentParser:
 
 def parse_args(argv: list[str] | None) -> tuple[argparse.Namespace, RunConfig]:
     """The command line and the run config it describes, checked before anything loads or is written."""
-    from seedbench.config import build_config, load_yaml, parse_set_pairs, set_dotted
 
     args = build_parser().parse_args(argv)
     overrides = parse_set_pairs(args.set or [])
@@ -221,7 +226,6 @@ def parse_args(argv: list[str] | None) -> tuple[argparse.Namespace, RunConfig]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from seedbench.registry import UnknownNameError
 
     try:
         args, config = parse_args(argv)
@@ -240,15 +244,6 @@ def warm_start(config: RunConfig, *, demos: int, epochs: float, lr: float, batch
     """Collect the demonstrations, fine-tune, save ``OUTPUT/model`` with its provenance; returns that path."""
     import dataclasses
 
-    from seedbench import __version__
-    from seedbench.jsonio import write_json_atomic
-    from seedbench.models.policy import load_policy, save_policy
-    from seedbench.progress import progress_bar
-    from seedbench.registry import make_env, resolve_env
-    from seedbench.seeding import seed_everything
-    from seedbench.training.origin import checkpoint_origin
-    from seedbench.training.rundir import default_run_name
-    from seedbench.training.sft import SFTSettings, fine_tune, tokenize_example
 
     entry = resolve_env(config.env)
     check_expert(make_env(entry.alias, **config.env_kwargs), entry.alias)  # before anything loads or is written

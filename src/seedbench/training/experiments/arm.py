@@ -15,6 +15,8 @@ import re
 from pathlib import Path
 from typing import Any
 
+from seedbench.jsonio import write_json_atomic
+
 ARM_FILE = "arm.json"
 LABEL_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9.+-]{0,63}$")
 """Letters, digits, '.', '+', '-' (up to 64 characters): safe in a run directory name, where ``__`` separates
@@ -33,7 +35,6 @@ def write_arm(run_dir: Path, arm: str, agent: str, experiment: str, overrides: d
               experiment_overrides: dict[str, Any] | None = None) -> None:
     """Record the run's arm in ``<run_dir>/arm.json``: its label, agent and experiment, the entry's own
     overrides (``set``: what sets the arm apart) and the spec-level ones every arm shares (``experiment_set``)."""
-    from seedbench.jsonio import write_json_atomic
 
     run_dir.mkdir(parents=True, exist_ok=True)
     write_json_atomic(run_dir / ARM_FILE, {"arm": arm, "agent": agent, "experiment": experiment,
