@@ -96,3 +96,19 @@ def test_an_unknown_annotator_is_one_line_before_any_build(tmp_path, monkeypatch
     err = capsys.readouterr().err
     assert rc == 2 and err.count("\n") == 1 and "analyzer_sft.annotator: unknown 'hindsite'" in err
     assert not (tmp_path / "run").exists() and not (tmp_path / "cache" / "starting_models").exists()
+
+
+def test_a_build_seed_shares_one_checkpoint_across_run_seeds():
+    """`warm_start.seed` / `analyzer_sft.seed` fix the build's seed: runs of seeds 0 and 3 get one key; without
+    it each run seed has its own, and the key of an unset seed is the run seed's."""
+    from seedbench.config import build_config
+    from seedbench.training.starting_model import build_config_of, cache_key, step_settings
+
+    def key(run_seed, build_seed):
+        config = build_config(overrides={"env": "frozenlake", "model": {"name": "tiny"}, "seed": run_seed,
+                                         "warm_start": {"demos": 4, "seed": build_seed}})
+        step = build_config_of(config, config.warm_start.seed)
+        return cache_key("warm-start", step, "tiny", step_settings(step.warm_start))
+
+    assert key(0, 7) == key(3, 7) == key(7, None)
+    assert key(0, None) != key(3, None)

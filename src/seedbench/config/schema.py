@@ -234,6 +234,9 @@ class WarmStartConfig:
     """Demonstration steps per forward pass (sets the fine-tune's peak memory)."""
     grad_accum: Count = 1
     """Forward passes per optimizer step (an optimizer step sees ``batch_size × grad_accum`` steps)."""
+    seed: Annotated[int, Range(0, MAX_SEED)] | None = None
+    """Seed of the build (demo tasks, SFT order); None = the run's seed. A multi-seed study sets it so that
+    every seed starts from the same checkpoint."""
 
 
 @dataclass
@@ -259,6 +262,9 @@ class AnalyzerSFTConfig:
     """SFT examples per forward pass (analyzer prompts hold whole episodes: this sets the peak memory)."""
     grad_accum: Count = 1
     """Forward passes per optimizer step."""
+    seed: Annotated[int, Range(0, MAX_SEED)] | None = None
+    """Seed of the build (rollout tasks, sampling, SFT order); None = the run's seed. A multi-seed study
+    sets it so that every seed starts from the same stage-1 checkpoint."""
 
 
 @dataclass

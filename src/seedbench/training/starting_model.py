@@ -76,9 +76,20 @@ def cached_build(kind: str, key: str, build: Callable[[Path], Path]) -> Path:
     return final / "model"
 
 
+def step_settings(section: Any) -> dict[str, Any]:
+    """A step's own fields for its cache key; its ``seed`` enters the key as the config's seed."""
+    return {k: v for k, v in dataclasses.asdict(section).items() if k != "seed"}
+
+
+def build_config_of(config: RunConfig, seed: int | None) -> RunConfig:
+    """`config` as a step built with its own `seed` sees it (None: the run's seed)."""
+    return config if seed is None else dataclasses.replace(config, seed=seed)
+
+
 def warm_start_model(config: RunConfig, base_name: str) -> Path:
     """The behaviour-cloning warm start of `config.warm_start` from `base_name` (built once, cached)."""
-    settings = dataclasses.asdict(config.warm_start)
+    config = build_config_of(config, config.warm_start.seed)
+    settings = step_settings(config.warm_start)
     key = cache_key("warm-start", config, base_name, {**settings, "demo_format": DEMO_FORMAT})
     step = dataclasses.replace(config, model=dataclasses.replace(config.model, name=base_name))
     return cached_build("warm-start", key, lambda out: warm_start(
@@ -89,7 +100,8 @@ def warm_start_model(config: RunConfig, base_name: str) -> Path:
 def analyzer_sft_model(config: RunConfig, base_name: str) -> Path:
     """SEED's stage 1 of `config.analyzer_sft` from `base_name` (built once, cached). The stage-1 command
     belongs to SEED's package; it is reached by name, like a registry entry, so core imports no agent."""
-    settings = {**dataclasses.asdict(config.analyzer_sft), "max_new_tokens": config.rollout.max_new_tokens,
+    config = build_config_of(config, config.analyzer_sft.seed)
+    settings = {**step_settings(config.analyzer_sft), "max_new_tokens": config.rollout.max_new_tokens,
                 "annotation_format": load_object(ANALYZER_SFT_FORMAT)}
     key = cache_key("analyzer-sft", config, base_name, settings)
     build = load_object(ANALYZER_SFT_BUILDER)
