@@ -151,6 +151,23 @@ def test_dry_run_runs_nothing(tmp_path, capsys):
     assert not (tmp_path / "e").exists()
 
 
+def test_a_spec_runs_in_parts_by_arm_and_seed(tmp_path, capsys):
+    spec_path = tmp_path / "spec.yaml"
+    spec_path.write_text(yaml.safe_dump({"name": "p", "envs": ["choice"], "seeds": [0, 1, 2], "model": "tiny",
+                                         "agents": ["grpo", {"name": "grpo", "label": "control", "set": {"optim.lr": 0}},
+                                                    "seed"], "budget": {"iterations": 2}}))
+    out = tmp_path / "e"
+    assert ex.main([str(spec_path), "--output", str(out), "--arms", "control", "seed", "--seeds", "2",
+                    "--dry-run"]) == 0
+    plan = capsys.readouterr().out
+    assert "2 runs" in plan and "choice__control__tiny__s2" in plan and "choice__seed__tiny__s2" in plan
+    assert "__grpo__" not in plan and "__s0" not in plan
+    assert ex.main([str(spec_path), "--output", str(out), "--arms", "gpro", "--dry-run"]) == 2
+    assert "--arms: unknown gpro; the spec's arms are grpo, control, seed" in capsys.readouterr().out
+    assert ex.main([str(spec_path), "--output", str(out), "--seeds", "7", "--dry-run"]) == 2
+    assert "--seeds: [7] not in the spec's seeds [0, 1, 2]" in capsys.readouterr().out
+
+
 # ----------------------------------------------------------------------------------------------------
 # Skip, resume, executors (stand-in trainer)
 

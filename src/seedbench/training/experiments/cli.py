@@ -23,7 +23,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--output", help="experiment directory (overrides the spec's `output`)")
     parser.add_argument("--agent", nargs="+", help="agents (without a spec)")
     parser.add_argument("--env", nargs="+", help="envs (without a spec)")
-    parser.add_argument("--seeds", type=int, nargs="+", help="seeds (without a spec; default 0)")
+    parser.add_argument("--seeds", type=int, nargs="+",
+                        help="seeds (without a spec; default 0); with a spec: run only these of its seeds")
+    parser.add_argument("--arms", nargs="+", metavar="ARM",
+                        help="with a spec: run only these arms (labels, or agent names of unlabelled entries)")
     parser.add_argument("--seed", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--model", nargs="+", help="models (without a spec; default tiny)")
     parser.add_argument("--iterations", type=int, help="budget in RL updates (without a spec)")
@@ -52,6 +55,22 @@ def _spec_from_args(args) -> ExperimentSpec:
     return parse_spec(data, Path("."), output)
 
 
+def restrict(spec: ExperimentSpec, arms: list[str] | None, seeds: list[int] | None) -> None:
+    """Keep only the named arms and seeds of `spec` (a study runs in parts: each part is the same runs, so
+    a later full run skips them as complete)."""
+    if arms:
+        known = [a.arm for a in spec.agents]
+        unknown = [a for a in arms if a not in known]
+        if unknown:
+            raise ExperimentError(f"--arms: unknown {', '.join(unknown)}; the spec's arms are {', '.join(known)}")
+        spec.agents = [a for a in spec.agents if a.arm in arms]
+    if seeds:
+        unknown = [s for s in seeds if s not in spec.seeds]
+        if unknown:
+            raise ExperimentError(f"--seeds: {unknown} not in the spec's seeds {spec.seeds}")
+        spec.seeds = [s for s in spec.seeds if s in seeds]
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """``seedbench experiment SPEC.yaml`` or ``seedbench experiment --agent A B --env E --seeds 0 1 2 ...``."""
     args = build_parser().parse_args(argv)
@@ -59,6 +78,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.workers != "auto" and not (args.workers.isdigit() and int(args.workers) >= 1):
             raise ExperimentError(f"--workers: expected a positive number or 'auto', got {args.workers!r}")
         spec = load_spec(args.spec, args.output) if args.spec else _spec_from_args(args)
+        if args.spec:
+            restrict(spec, arms=args.arms, seeds=args.seeds)
+        elif args.arms:
+            raise ExperimentError("--arms selects arms of a spec file; without one, name the agents with --agent")
         for pair in args.set:
             if "=" not in pair:
                 raise ExperimentError(f"--set expects key=value, got {pair!r}")
