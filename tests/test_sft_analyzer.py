@@ -196,3 +196,24 @@ def test_scripted_is_an_alias_of_the_answer_leaking_oracle(capsys):
     lost = Trajectory("e", 0, TaskRef("train", 0), "choose left or right", won=False, final_observation="Nothing here.")
     lost.steps.append(StepSample(0, "", [], [], [], "left", "You stand at a fork in the road.", "left", True, 0.0))
     assert oracle.analyse(lost)["episode_skill"] == "Do not choose left; choose right."  # the hidden answer
+
+
+def test_rehearsing_acting_adds_the_won_rollouts_own_steps(tmp_path):
+    """``--rehearse-acting``: every step of each won rollout becomes an SFT row (its prompt ids, masked,
+    then the policy's own answer and EOS); lost rollouts add nothing; the provenance counts them."""
+    from types import SimpleNamespace
+
+    from seedbench.agents.seed.stage1 import acting_rows
+
+    step = lambda p, r: SimpleNamespace(prompt_ids=p, response_ids=r)  # noqa: E731
+    won = SimpleNamespace(won=True, steps=[step([1, 2], [3]), step([1, 2, 3, 4], [5, 6])])
+    lost = SimpleNamespace(won=False, steps=[step([7], [8])])
+    assert acting_rows([won, lost], eos_token_id=0) == [
+        {"input_ids": [1, 2, 3, 0], "labels": [-100, -100, 3, 0]},
+        {"input_ids": [1, 2, 3, 4, 5, 6, 0], "labels": [-100] * 4 + [5, 6, 0]}]
+    out = tmp_path / "sft"
+    assert main(["--env", "choice", "--annotator", "hindsight", "--model", "tiny", "--tasks", "2", "--group-size", "4",
+                 "--max-new-tokens", "3", "--epochs", "1", "--output", str(out), "--rehearse-acting"]) == 0
+    marker = json.loads((out / "model" / MARKER).read_text())
+    won_steps = sum(r["won"] * r["num_steps"] for r in map(json.loads, (out / "annotations.jsonl").read_text().splitlines()))
+    assert marker["rehearse_acting"] and marker["acting_examples"] == won_steps  # the tiny model rarely wins

@@ -262,6 +262,9 @@ class AnalyzerSFTConfig:
     """SFT examples per forward pass (analyzer prompts hold whole episodes: this sets the peak memory)."""
     grad_accum: Count = 1
     """Forward passes per optimizer step."""
+    rehearse_acting: bool = False
+    """Also train on the won rollouts' own steps, so a small policy keeps acting while it learns to
+    analyse (not in the reference; `seedbench sft-analyzer --rehearse-acting`)."""
     seed: Annotated[int, Range(0, MAX_SEED)] | None = None
     """Seed of the build (rollout tasks, sampling, SFT order); None = the run's seed. A multi-seed study
     sets it so that every seed starts from the same stage-1 checkpoint."""

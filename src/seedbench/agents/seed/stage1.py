@@ -111,6 +111,11 @@ class Stage1Config:
     """SFT examples per device step."""
     grad_accum: Count = 1
     """SFT gradient accumulation steps."""
+    rehearse_acting: bool = False
+    """Also train on the steps of the won rollouts (each step's prompt → the policy's own answer), so that
+    a small policy keeps acting while it learns to analyse: the analyzer is the policy, and 2 epochs of
+    analyses alone cost the 135M model most of its success. Not in the reference (its 1.5-7B models keep
+    acting without it); every arm that starts from the checkpoint shares it."""
     seed: int = 0
     """Seeds rollouts, the train/validation split and the SFT."""
     engine: Engine = "auto"
@@ -123,7 +128,7 @@ STAGE1_FLAGS = {
     "max-new-tokens": "max_new_tokens", "max-steps": "max_steps", "history-length": "history_length",
     "rollout-batch": "rollout_batch", "annotation-max-new-tokens": "annotation_max_new_tokens",
     "max-prompt-tokens": "max_prompt_tokens", "epochs": "epochs", "lr": "lr", "val-fraction": "val_fraction",
-    "batch-size": "batch_size", "grad-accum": "grad_accum", "seed": "seed", "engine": "engine",
+    "batch-size": "batch_size", "grad-accum": "grad_accum", "rehearse-acting": "rehearse_acting", "seed": "seed", "engine": "engine",
     "device": "model.device", "dtype": "model.dtype", "lora-rank": "model.lora_rank",
     "gradient-checkpointing": "model.gradient_checkpointing",
 }
@@ -189,6 +194,19 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
+def acting_rows(trajectories: list[Any], eos_token_id: int) -> list[dict[str, list[int]]]:
+    """SFT rows of every step of the won `trajectories`: the step's prompt ids, then the policy's answer
+    and end of sequence, labels on the answer only (``rehearse_acting``)."""
+    rows = []
+    for trajectory in trajectories:
+        if not trajectory.won:
+            continue
+        for step in trajectory.steps:
+            prompt, answer = list(step.prompt_ids), list(step.response_ids) + [eos_token_id]
+            rows.append({"input_ids": prompt + answer, "labels": [-100] * len(prompt) + answer})
+    return rows
+
+
 def build_for_run(config: Any, base_name: str, output: Path) -> Path:
     """Stage 1 as a step of a run's recipe (``analyzer_sft`` in the run config,
     `seedbench.training.starting_model`): the run's env, kwargs, prompt limits, engine and seed, from
@@ -198,7 +216,8 @@ def build_for_run(config: Any, base_name: str, output: Path) -> Path:
         config, model=dataclasses.replace(config.model, name=base_name), annotator=settings.annotator,
         output=str(output), tasks=settings.tasks, group_size=settings.group_size, temperature=settings.temperature,
         max_new_tokens=config.rollout.max_new_tokens, epochs=settings.epochs, lr=settings.lr,
-        batch_size=settings.batch_size, grad_accum=settings.grad_accum, engine=config.engine)
+        batch_size=settings.batch_size, grad_accum=settings.grad_accum, rehearse_acting=settings.rehearse_acting,
+        engine=config.engine)
     return run(stage1, announce=False)
 
 
@@ -287,10 +306,15 @@ def run(args: Stage1Config, announce: bool = True) -> Path:
         n_val = 1
     val_idx, train_idx = order[:n_val], order[n_val:]
     rows = [tokenize_example(tokenizer, *examples[i]) for i in range(len(examples))]
+    acting = acting_rows(trajectories, tokenizer.eos_token_id) if args.rehearse_acting else []
+    if acting:
+        print(f"seedbench: rehearsing acting: {len(acting)} steps of won rollouts join the analyses", flush=True)
     settings = SFTSettings(epochs=args.epochs, lr=args.lr, batch_size=args.batch_size, grad_accum=args.grad_accum,
                            seed=args.seed, gradient_checkpointing=args.model.gradient_checkpointing,
                            label="analyzer SFT")
-    metrics = fine_tune(policy, [rows[i] for i in train_idx], [rows[i] for i in val_idx], settings, out)
+    train_rows = [rows[i] for i in train_idx] + acting
+    random.Random(args.seed).shuffle(train_rows)
+    metrics = fine_tune(policy, train_rows, [rows[i] for i in val_idx], settings, out)
 
     # 4. the checkpoint
     model_dir = out / "model"
@@ -302,7 +326,8 @@ def run(args: Stage1Config, announce: bool = True) -> Path:
         "time": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"), "annotator": args.annotator, "annotator_kind": annotator.kind,
         "annotator_label": annotator.label, "annotations": str(annotations_path.resolve()),
         "trajectories": len(trajectories), "successful_trajectories": successes, "annotations_kept": len(examples),
-        "train_examples": len(train_idx), "val_examples": len(val_idx), "epochs": args.epochs, "lr": args.lr,
+        "train_examples": len(train_idx), "val_examples": len(val_idx), "rehearse_acting": args.rehearse_acting,
+        "acting_examples": len(acting), "epochs": args.epochs, "lr": args.lr,
         "rollout_temperature": args.temperature, "tasks": args.tasks, "group_size": args.group_size, "seed": args.seed,
         **metrics,
     }
