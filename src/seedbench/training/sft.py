@@ -70,7 +70,7 @@ def fine_tune(policy: Any, train_rows: list[dict], val_rows: list[dict], setting
         from datasets import Dataset
         from trl import SFTConfig, SFTTrainer
     except ImportError as err:
-        raise ImportError(f"supervised fine-tuning needs TRL ({err}). Install it with: pip install 'seedbench[trl]'") from err
+        raise ImportError(f"supervised fine-tuning needs TRL ({err}). Install it with: pip install 'trl>=0.20'") from err
 
     work = out / "sft_trainer"
     precision = mixed_precision(policy)
