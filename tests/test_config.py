@@ -37,6 +37,7 @@ def _hf_dir(tmp_path, context: int) -> Path:
     (["--agent", "gigpo", "--set", "algo.gamma=1.5"], "algo.gamma: 1.5 is out of range; must be in [0, 1]"),
     (["--agent", "seed", "--set", "algo.opd_coef=-0.1"], "algo.opd_coef: -0.1 is out of range; must be >= 0"),
     (["--set", "algo.clip_epsilon=0.3"], "unknown config key 'algo.clip_epsilon'; valid keys: "),
+    (["--agent", "retire-opd"], "algo.retire needs the phase-1 teacher's validation success: pass --set algo.teacher_success"),
     (["--set", "rollout.max_steps=3"], "rollout.max_steps: env choice has a fixed step cap of 1 (its constructor takes no max_steps)"),
     (["--set", "env_kwargs.rewarded=up", "env_kwargs.sides=3"], "env_kwargs: unknown 'sides' for env choice; valid keys: "),
     (["--set", "env_kwargs.rewarded=up", "--set", "env_kwargs.sides=3"], "env_kwargs: unknown 'sides' for env choice"),  # --set repeated

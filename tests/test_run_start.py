@@ -142,7 +142,7 @@ def test_output_that_is_a_file_is_one_line(tmp_path, capsys):
 
 
 def test_a_start_that_failed_before_its_first_record_does_not_block_the_retry(tmp_path, monkeypatch):
-    import seedbench.models.policy as policy
+    import seedbench.training.build as build
 
     out = tmp_path / "run"
 
@@ -150,7 +150,7 @@ def test_a_start_that_failed_before_its_first_record_does_not_block_the_retry(tm
         raise RuntimeError("weights unavailable")
 
     with monkeypatch.context() as patch:
-        patch.setattr(policy, "load_policy", unavailable)
+        patch.setattr(build, "load_policy", unavailable)
         with pytest.raises(RuntimeError, match="weights unavailable"):
             main([*TINY_RUN, "--output", str(out)])
     assert (out / "config.yaml").exists() and not (out / "metrics.jsonl").exists()

@@ -187,7 +187,7 @@ def test_scripted_is_an_alias_of_the_answer_leaking_oracle(capsys):
 
     annotator = make_annotator("scripted", make_env=lambda: make_env("choice"))
     err = capsys.readouterr().err
-    assert err.count("\n") == 1 and "scripted is now oracle, which leaks the answer" in err
+    assert err.count("\n") == 1 and "scripted is an alias of oracle, which leaks the answer" in err
     assert annotator.kind == "oracle" and "LEAKS THE ANSWER" in annotator.label
     oracle = make_annotator("oracle", make_env=lambda: make_env("choice"))
     assert capsys.readouterr().err == ""  # the new name does not warn

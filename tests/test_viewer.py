@@ -97,7 +97,7 @@ def test_token_signal_trajectories_bounds_what_is_saved(tmp_path):
     from seedbench.agents.base import TrainSample
     from seedbench.rollout.types import TaskRef, Trajectory
     from seedbench.training.rundir import RunDir
-    from seedbench.training.trainer import Trainer
+    from seedbench.training.update import PolicyUpdate, UpdateBatch
 
     class Agent:
         def token_signals(self, samples, old_logp):
@@ -110,12 +110,12 @@ def test_token_signal_trajectories_bounds_what_is_saved(tmp_path):
     fake = SimpleNamespace(config=SimpleNamespace(token_signal_trajectories=2), agent=Agent(), run_dir=RunDir(tmp_path),
                            policy=SimpleNamespace(tokenizer=SimpleNamespace(decode=lambda ids: f"<{ids[0]}>")),
                            counters={"iteration": 0})
-    Trainer._log_token_signals(fake, samples, [[0.0, 0.0]] * len(samples), trajectories)
+    PolicyUpdate.log_token_signals(fake, UpdateBatch(samples, trajectories, 0), [[0.0, 0.0]] * len(samples))
     records = list(read_jsonl(tmp_path / "token_signals.jsonl"))
     assert [(r["episode_id"], r["step"]) for r in records] == [("it1-1", 0), ("it1-1", 1), ("it1-2", 0), ("it1-2", 1)]
     assert records[0]["tokens"] == ["<1>", "<0>"] and records[0]["iteration"] == 1
     fake.config.token_signal_trajectories = 0
-    Trainer._log_token_signals(fake, samples, [[0.0, 0.0]] * len(samples), trajectories)
+    PolicyUpdate.log_token_signals(fake, UpdateBatch(samples, trajectories, 0), [[0.0, 0.0]] * len(samples))
     assert len(list(read_jsonl(tmp_path / "token_signals.jsonl"))) == 4
 
 

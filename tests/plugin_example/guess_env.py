@@ -53,7 +53,7 @@ class GuessEnv(TextEnv):
         """Binary search: the middle of what the feedback has not ruled out."""
         return [str((self.low + self.high) // 2)]
 
-from seedbench.registry import EnvEntry  # noqa: E402 - the entry follows the class it names
+from seedbench.registry import EnvEntry
 
 ENTRY = EnvEntry(alias="guess", env_id="seedbench/Guess-v0", entry_point="guess_env:GuessEnv",
                  description="find a hidden number 0-99 by binary search (plugin example)")

@@ -144,7 +144,6 @@ class DistillAgent(GRPOAgent):
 
     def __init__(self, config: DistillConfig, context: Any):
         super().__init__(config, context)
-        self.check_config(config)
         self.source = None
         if config.privileged == "skills" and self._uses_context():
             self.source = self._load_skills()
@@ -161,9 +160,10 @@ class DistillAgent(GRPOAgent):
             context.run_dir.update_summary(privileged=self.privileged_card())
 
     # -- config ---------------------------------------------------------------------------------------
-    @staticmethod
-    def check_config(config: DistillConfig) -> None:
-        """Combinations that cannot mean what they say, as one-line errors naming the fix."""
+    @classmethod
+    def check_config(cls, run_config: Any, config: DistillConfig) -> None:
+        """Combinations that cannot mean what they say, as one-line errors naming the fix (made when the
+        run config is validated, before anything loads)."""
         if config.retire and config.teacher_success is None:
             raise ConfigError("algo.retire needs the phase-1 teacher's validation success: pass --set "
                               "algo.teacher_success=<0..1> (and algo.teacher_model=<its checkpoint>)")
