@@ -102,9 +102,8 @@ def agent_config(config: RunConfig) -> Any:
     checked (types, ``Literal`` enumerations) like the run config."""
     entry = resolve_agent(config.agent)
     agent_cfg = _agent_class_of(config).Config()
-    own = {f.name for f in fields(agent_cfg)}
     foreign = set(other_agents_algo_keys(config))
-    algo = {k: v for k, v in config.algo.items() if k in own or k not in foreign}
+    algo = {k: v for k, v in config.algo.items() if k not in foreign}
     update_dataclass(agent_cfg, {**entry.overrides, **algo}, "algo.")
     return check_dataclass(agent_cfg, "algo.")
 
@@ -115,15 +114,17 @@ def other_agents_algo_keys(config: RunConfig) -> list[str]:
     One recipe serves every arm of a comparison (SEED and GRPO from the same checkpoints, the fair
     baseline), so SEED's analysis budget in a recipe is not an error for ``--agent grpo``: it is left out
     of that agent's config (the caller says so). A key no registered agent knows is still a typo."""
-    own_entry = resolve_agent(config.agent)
-    own = {f.name for f in fields(agent_class(own_entry.factory, config.agent).Config())}
+    own = {f.name for f in fields(_agent_class_of(config).Config())}
+    unknown = [k for k in config.algo if k not in own]
+    if not unknown:  # the usual case: no need to import every registered agent
+        return []
     others: set[str] = set()
     for name, entry in agent_entries().items():
         try:
             others |= {f.name for f in fields(agent_class(entry.factory, name).Config())}
         except Exception:  # a broken plugin agent must not break every other agent's config
             continue
-    return sorted(k for k in config.algo if k not in own and k in others)
+    return sorted(k for k in unknown if k in others)
 
 
 def _agent_class_of(config: RunConfig) -> type:
