@@ -77,7 +77,7 @@ def test_hindsight_needs_no_env_and_states_the_true_outcome():
     answers = annotator.annotate([AnnotationRequest("prompt", WON), AnnotationRequest("prompt", LOST)])
     won, lost = (parse_analysis(a) for a in answers)
     assert won.summary.startswith("Success: the agent completed the task in 3 step(s) (1 invalid).")
-    assert won.skill.startswith("In this episode, the door opened after open door at step 3. Workflow that worked: "
+    assert won.skill.startswith("In this won episode, the door opened after open door at step 3. Workflow that worked: "
                                 "north, open door")
     assert lost.summary.startswith("Failure: the agent did not complete the task in 3 step(s) (0 invalid).")
     assert "east at step 2 went back to the state of step 1" in lost.skill  # the loop hall -> cellar -> hall
@@ -101,7 +101,7 @@ def test_generic_rules_without_an_env_hook():
     assert generic_findings(episode_record(babble), ["um"] * 8)[0].text == (
         '8 steps (1, 2, 3, 4, 5, 6, ...) gave no valid action (step 1 answered "um")')
     skill = parse_analysis(json.dumps(make_annotator("hindsight", make_env=never_make_env).analyse(stuck))).skill
-    assert skill == ("In this episode, pull at step 4 ended the episode in failure. Avoid playing pull from the state "
+    assert skill == ("In this lost episode, pull at step 4 ended the episode in failure. Avoid playing pull from the state "
                      "of step 4; warning sign: that state coming back.")
 
 
@@ -122,7 +122,7 @@ def test_frozenlake_facts_name_the_hole_and_the_goal():
     assert facts == ["moving down at step 3 walked into the hole at (1, 1)",
                      "moving up at step 1 bumped into the edge and stayed at (0, 0)"]
     analysis = make_annotator("hindsight", make_env=never_make_env, env_cls=FrozenLakeEnv).analyse(fell)
-    assert analysis["episode_skill"].startswith("In this episode, moving down at step 3 walked into the hole at (1, 1).")
+    assert analysis["episode_skill"].startswith("In this lost episode, moving down at step 3 walked into the hole at (1, 1).")
     # the env's facts already tell how it ended and that step 1 went nowhere: the generic "down at step 3
     # ended the episode" and "up at step 1 changed nothing" are not repeated
     assert analysis["episode_summary"] == (
@@ -133,7 +133,7 @@ def test_frozenlake_facts_name_the_hole_and_the_goal():
     assert reached.won
     analysis = make_annotator("hindsight", make_env=never_make_env, env_cls=FrozenLakeEnv).analyse(reached)
     assert analysis["episode_skill"] == (
-        "In this episode, moving right at step 8 reached the goal at (3, 3). Workflow that worked: down, down, right, "
+        "In this won episode, moving right at step 8 reached the goal at (3, 3). Workflow that worked: down, down, right, "
         "right, down, right; skip the 2 moves that went nowhere (steps 3 and 4).")
 
 
@@ -183,7 +183,7 @@ def test_distinct_trajectories_get_distinct_skills_and_true_outcomes():
         analysis = parse_analysis(json.dumps(make_annotator("hindsight", make_env=never_make_env,
                                                             env_cls=env_cls).analyse(traj)))
         assert analysis.summary.startswith("Success:" if traj.won else "Failure:"), analysis.summary
-        assert analysis.skill.startswith("In this episode, ")
+        assert analysis.skill.startswith("In this won episode, " if traj.won else "In this lost episode, ")
         skills.add(analysis.skill)
     assert len(skills) == len(episodes) == 14
     assert sum(t.won for t in episodes) == 5  # both outcomes are covered

@@ -16,8 +16,11 @@ Rules (generic, any env):
   changed the state; on failure, the action that ended the episode, or the step budget running out;
 - reward changes: steps whose reward differs from the episode's usual one.
 
-The summary states the true outcome first; the skill names this episode's own steps ("In this episode,
-...") and turns them into a workflow (success) or an avoidance rule with its warning sign (failure).
+The summary states the true outcome first; the skill opens with it too ("In this won episode, ..." / "In
+this lost episode, ..."), names this episode's own steps and turns them into a workflow (success) or an
+avoidance rule with its warning sign (failure). The outcome word right before the decisive fact ties the
+fact's wording to the outcome for a small analyzer: without it, stage-1 analyzers wrote the winning move's
+sentence for lost episodes (docs/warm_start.md).
 """
 
 from __future__ import annotations
@@ -36,7 +39,7 @@ RESPONSE_SNIPPET_CHARS = 40
 MAX_FACTS_IN_SUMMARY = 3
 MAX_STEPS_LISTED = 6
 
-ANNOTATION_FORMAT = 2
+ANNOTATION_FORMAT = 3
 """Version of the analyses' wording (`write_analysis`); part of a cached stage-1 checkpoint's key, so a
 change of wording rebuilds the analyzers trained on the old one."""
 
@@ -163,7 +166,8 @@ def write_analysis(episode: EpisodeRecord, responses: list[str], env_facts: list
     if not episode.steps:
         outcome = "Success" if episode.won else "Failure"
         return {"episode_summary": f"{outcome}: the episode ended before the agent acted.",
-                "episode_skill": "In this episode, no action was taken. Answer with one admissible action."}
+                "episode_skill": f"In this {_outcome_word(episode)} episode, no action was taken. Answer with one "
+                                 "admissible action."}
     findings = generic_findings(episode, responses)
     n, invalid = len(episode.steps), sum(not s.valid for s in episode.steps)
     outcome = (f"Success: the agent completed the task in {n} step(s)" if episode.won
@@ -180,7 +184,7 @@ def write_analysis(episode: EpisodeRecord, responses: list[str], env_facts: list
     summary = f"{outcome} ({invalid} invalid). " + " ".join(_sentence_case(t) + "." for t in summary_facts)
     if episode.won:
         path = loop_free_path(episode)
-        skill = (f"In this episode, {env_facts[0] if env_facts else end.text}. Workflow that worked: "
+        skill = (f"In this won episode, {env_facts[0] if env_facts else end.text}. Workflow that worked: "
                  f"{', '.join(s.action for s in path)}")
         kept = {s.index for s in path}
         wasted = [s.index for s in episode.steps if s.valid and s.index not in kept]
@@ -198,10 +202,14 @@ def write_analysis(episode: EpisodeRecord, responses: list[str], env_facts: list
         warning = "that state coming back"
     else:
         avoid, warning = _AVOID[mistake.kind]
-    skill = f"In this episode, {cause}. Avoid {avoid}; warning sign: {warning}"
+    skill = f"In this lost episode, {cause}. Avoid {avoid}; warning sign: {warning}"
     if env_facts and mistake.kind not in ("fatal", "budget"):
         skill += f"; here, {mistake.text}"
     return {"episode_summary": summary, "episode_skill": skill + "."}
+
+
+def _outcome_word(episode: EpisodeRecord) -> str:
+    return "won" if episode.won else "lost"
 
 
 def _core_mistake(findings: list[Finding], ended_invalid: bool) -> Finding:
