@@ -45,6 +45,8 @@ def _hf_dir(tmp_path, context: int) -> Path:
      "rollout.max_steps=30 and env_kwargs.max_steps=15 disagree; set the step cap once, with rollout.max_steps"),
     (["--set", "eval.splits=[valid]"], "eval.splits: 'valid' is not a split of choice; choose from: train, test"),
     (["--set", "eval.every=-1"], "eval.every: -1 is out of range; must be >= 0"),
+    (["--set", "eval.splits=[test]", "eval.curve_splits=[train]"],
+     "eval.curve_splits: 'train' is not one of the evaluated splits ['test']; name splits of eval.splits"),
     (["--set", "vllm.gpu_memory_utilization=1.5"], "vllm.gpu_memory_utilization: 1.5 is out of range; must be in (0, 1]"),
     (["--agent", "seed", "--engine", "vllm", "--set", "vllm.max_model_len=1024"],
      "algo.analysis_max_prompt_tokens + algo.analysis_max_new_tokens = 4096 + 256 exceeds the context length 1024 (vllm.max_model_len)"),

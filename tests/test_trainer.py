@@ -57,6 +57,13 @@ def test_grpo_learns_the_rewarded_action_and_lr_zero_stays_at_chance(tmp_path, c
     assert control["ci95"][0] <= 0 <= control["ci95"][1]
 
 
+def test_curve_splits_limit_the_intermediate_evaluations_and_the_ends_cover_every_split(tmp_path):
+    run = train(_config(tmp_path, "curve", iterations=3, rollout={"tasks_per_batch": 2, "group_size": 2},
+                        eval={"num_tasks": 2, "every": 1, "splits": ["test", "train"], "curve_splits": ["test"]}))
+    assert [(r["iteration"], r["split"]) for r in _evals(run)] == [
+        (0, "test"), (0, "train"), (1, "test"), (2, "test"), (3, "test"), (3, "train")]
+
+
 def test_prompt_tokens_never_receive_gradient(tmp_path):
     """Only the logits that predict response tokens are computed and get gradient; a prompt token's
     prediction is not even projected onto the vocabulary, and the loss is unchanged by prompt logits."""

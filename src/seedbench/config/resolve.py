@@ -184,6 +184,12 @@ def _check_eval_splits(config: RunConfig, entry: Any, env_cls: type) -> None:
     for split in config.eval.splits:
         if split not in splits:
             raise ConfigError(f"eval.splits: {split!r} is not a split of {entry.alias}; choose from: {', '.join(splits)}")
+    default = getattr(env_cls, "eval_split", None)
+    chosen = config.eval.splits or ([default] if isinstance(default, str) else [])
+    for split in config.eval.curve_splits if chosen else []:
+        if split not in chosen:
+            raise ConfigError(f"eval.curve_splits: {split!r} is not one of the evaluated splits {chosen}; "
+                              "name splits of eval.splits")
 
 
 def resolve_step_cap(env_name: str, env_cls: type | None, max_steps: int | None,

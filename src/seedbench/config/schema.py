@@ -212,6 +212,10 @@ class EvalConfig:
     """Evaluation sampling temperature (SEED paper: 0.4; 0 = greedy; else at least 0.01)."""
     splits: list[str] = field(default_factory=list)
     """Splits to evaluate; empty = the env's `eval_split` (ALFWorld: valid_seen; add valid_unseen)."""
+    curve_splits: list[str] = field(default_factory=list)
+    """Splits evaluated at the intermediate points of `every` (the learning curve); empty = all of `splits`.
+    The evaluations before training and after the last update always cover every split, so a generalization
+    split can be measured at the start and the end only."""
     max_new_tokens: TokenBudget | None = None
     """Per-step response budget at evaluation; None = ``rollout.max_new_tokens``."""
 

@@ -98,7 +98,7 @@ class Trainer:
         for iteration in range(start, cfg.iterations + 1):
             self.iteration(iteration)
             if cfg.eval.every and iteration % cfg.eval.every == 0 and iteration != cfg.iterations:
-                self.evaluate()
+                self.evaluate(splits=cfg.eval.curve_splits or None)
             if iteration % cfg.save_every == 0 or iteration == cfg.iterations:
                 self.save_checkpoint()
         if cfg.iterations > 0:
