@@ -157,6 +157,31 @@ def test_run_help_points_to_seedbench_config(capsys):
     assert "`seedbench config`" in capsys.readouterr().out
 
 
+def test_a_run_that_deletes_its_final_checkpoint_keeps_what_eval_needs_and_refuses_resume(tmp_path, capsys):
+    """keep_final_checkpoint=false: the complete run keeps final_model/ and its logs, not checkpoints/;
+    `seedbench eval <run>` replays its last evaluation from final_model/, and --resume says why it cannot."""
+    out = tmp_path / "run"
+    argv = ["run", "--env", "choice", "--agent", "grpo", "--model", "tiny", "--iterations", "1", "--output", str(out),
+            "--set", "rollout.max_new_tokens=3", "rollout.tasks_per_batch=2", "rollout.group_size=2",
+            "eval.num_tasks=6", "eval.temperature=1.0", "optim.lr=0.05", "keep_final_checkpoint=false"]
+    assert main(argv) == 0
+    assert not (out / "checkpoints").exists() and (out / "final_model" / "config.json").exists()
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["complete"] is True and summary["checkpoints_deleted"] is True
+    last = list(read_jsonl(out / "eval.jsonl"))[-1]
+    records = tmp_path / "replay.jsonl"
+    assert main(["eval", "--agent", str(out), "--records", str(records)]) == 0
+    (replay,) = list(read_jsonl(records))
+    assert replay == last and replay["iteration"] == 1  # the final weights, the run's prompts and eval list
+    capsys.readouterr()
+    assert main([*argv, "--resume"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "checkpoints were deleted at its end" in err and "final_model" in err
+    assert main([*argv[:-1], "save_final_model=false", "keep_final_checkpoint=false",
+                 "--output", str(tmp_path / "other")]) == 2
+    assert "would delete the run's only final weights" in capsys.readouterr().err
+
+
 def test_eval_of_a_run_reproduces_its_last_eval_record(tmp_path, capsys):
     """A tiny Sokoban run with a non-default step cap, history length and response budget; `seedbench eval
     <run>` must rebuild all of them from config.yaml and replay the final evaluation exactly."""

@@ -78,6 +78,7 @@ def validate_config(config: RunConfig, *, check_host: bool = True) -> RunConfig:
     config.agent = canonical_agent(config.agent)  # a run records the catalogue name, never an alias
     algo = agent_config(config)
     _check_response_budgets(config)
+    _check_final_weights_kept(config)
     _agent_class_of(config).check_config(config, algo)
     _check_rollout_is(config)
     if config.analyzer_sft.annotator:
@@ -296,6 +297,12 @@ def _check_rollout_is(config: RunConfig) -> None:
         raise ConfigError("optim.rollout_is needs engine log-probs of the distribution the trainer scores: "
                           "rollout.temperature > 0, rollout.top_p 1 and optim.score_temperature sampling (or "
                           "temperature 1); change those or set optim.rollout_is to off")
+
+
+def _check_final_weights_kept(config: RunConfig) -> None:
+    if not config.keep_final_checkpoint and not config.save_final_model:
+        raise ConfigError("keep_final_checkpoint: false with save_final_model: false would delete the run's only "
+                          "final weights; set save_final_model: true or keep_final_checkpoint: true")
 
 
 def _check_response_budgets(config: RunConfig) -> None:

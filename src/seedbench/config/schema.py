@@ -366,6 +366,11 @@ class RunConfig:
     """Complete checkpoints kept on disk (older ones are deleted)."""
     save_final_model: bool = True
     """Write ``final_model/`` (an HF checkpoint that ``--model`` and ``seedbench eval`` load) at the end."""
+    keep_final_checkpoint: bool = True
+    """Keep the last checkpoint (weights, AdamW state, RNG streams) once the run is complete. ``false``: a
+    complete run deletes ``checkpoints/`` after ``final_model/`` and ``summary.json`` are written, keeping
+    what ``seedbench eval`` and the reports read (a SmolLM2-135M run: ~0.5 GB instead of ~2.2 GB); such a
+    run cannot be extended with ``--resume`` (train on from ``--model RUN/final_model`` instead)."""
     engine: Engine = "auto"
     """Generation engine: ``hf``, ``vllm`` or ``auto`` (vLLM when importable, else HF; docs/engines.md)."""
     vllm: VLLMConfig = field(default_factory=VLLMConfig)

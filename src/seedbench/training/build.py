@@ -90,6 +90,11 @@ def open_run_dir(config: RunConfig, parallel: SingleProcess, resume: bool, allow
     config.output = str(out)
     run_dir = parallel.run_dir(out)
     checkpoint = run_dir.latest_checkpoint() if resume else None
+    if resume and checkpoint is None and (out / "summary.json").exists() \
+            and run_dir.read_summary().get("checkpoints_deleted"):
+        raise ConfigError(f"{out} is complete and its checkpoints were deleted at its end (keep_final_checkpoint: "
+                          f"false), so there is nothing to resume; evaluate it with `seedbench eval {out}` or "
+                          f"train on from it with --model {out / 'final_model'}")
     if not resume and out.exists() and any(out.iterdir()) and run_started(out):
         raise ConfigError(f"run directory {out} already exists; pass --resume to continue it or choose another --output")
     saved = run_dir.read_config() if resume and (out / "config.yaml").exists() else None

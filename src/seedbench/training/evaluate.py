@@ -45,6 +45,8 @@ def find_run(path: Path) -> tuple[Path, Path] | None:
         return path.parent.parent, path
     if (path / "config.yaml").exists():
         checkpoint = RunDir(path).latest_checkpoint()
+        if checkpoint is None and (path / "final_model" / "config.json").exists():
+            return path, path / "final_model"  # a complete run whose checkpoints were deleted at its end
         if checkpoint is None:
             raise FileNotFoundError(f"{path}: run directory without a complete checkpoint (nothing to evaluate yet)")
         return path, checkpoint
@@ -94,7 +96,12 @@ def evaluate_agent(agent: str, env_name: str | None = None, *, episodes: int | N
     run = None if agent in BUILTIN_AGENTS else find_run(path)
     if run is not None:
         config, changed = eval_config(RunDir(run[0]).read_config(), flags, set_values)
-        results = _evaluate_model(config, run[1] / "model.pt", _checkpoint_counters(run[1]), run[0])
+        if run[1].name == "final_model":
+            config.model.name = str(run[1])
+            counters = {k: int(v) for k, v in RunDir(run[0]).read_summary().get("counters", {}).items()}
+            results = _evaluate_model(config, None, counters, run[0])
+        else:
+            results = _evaluate_model(config, run[1] / "model.pt", _checkpoint_counters(run[1]), run[0])
     else:
         if env_name is None:
             raise ConfigError(f"--env is needed to evaluate {agent!r} (only a run directory knows its env)")

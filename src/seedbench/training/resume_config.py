@@ -27,7 +27,7 @@ from seedbench.training.rundir import LOG_FILES
 ALLOW_FLAG = "--allow-config-changes"
 """The `seedbench run` switch that lets a resume change fields outside `RESUMABLE_FIELDS`."""
 
-RESUMABLE_FIELDS = ("iterations", "track", "save_every", "keep_checkpoints", "save_final_model",
+RESUMABLE_FIELDS = ("iterations", "track", "save_every", "keep_checkpoints", "save_final_model", "keep_final_checkpoint",
                     "distributed.strategy", "num_env_workers", "token_signal_trajectories")
 """Fields a resume may change without ``--allow-config-changes``: the length of the run (``iterations``,
 to extend it), its tracking sinks, checkpointing, process layout (checkpoints are full state dicts whatever

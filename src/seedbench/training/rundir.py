@@ -208,6 +208,13 @@ class RunDir:
         (path / "DAMAGED").write_text(reason + "\n")
         (path / "COMPLETE").unlink(missing_ok=True)
 
+    def drop_checkpoints(self) -> None:
+        """Delete every checkpoint of a complete run: each COMPLETE marker first, so a deletion cut short
+        leaves nothing that looks resumable."""
+        for path in self.checkpoints.glob("it_*") if self.checkpoints.exists() else []:
+            (path / "COMPLETE").unlink(missing_ok=True)
+        shutil.rmtree(self.checkpoints, ignore_errors=True)
+
     def new_checkpoint_dir(self, iteration: int) -> Path:
         path = self.checkpoints / f"it_{iteration}"
         if path.exists():

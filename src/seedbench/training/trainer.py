@@ -106,6 +106,9 @@ class Trainer:
         if cfg.save_final_model:
             self.dist.save_final_model(self.policy, self.run_dir.path / "final_model")  # rank 0 writes
         self._write_summary(complete=True)
+        if not cfg.keep_final_checkpoint and self.dist.is_main:
+            self.run_dir.update_summary(checkpoints_deleted=True)  # before the deletion: resume reads it
+            self.run_dir.drop_checkpoints()  # final_model/ holds the weights
         for result in before_after_results(self.run_dir, self.eval_tasks):
             self._say(before_after_line(result))
         return self.run_dir.path
