@@ -131,9 +131,11 @@ class DistillConfig(GRPOConfig):
     teacher_success: Annotated[float, Range(0, 1)] | None = None
     """``retire``: the phase-1 teacher's validation success rate."""
     retire_fraction: UnitInterval = 0.9
-    """``retire``: the share of `teacher_success` the student's training success must reach."""
+    """``retire``: the share of `teacher_success` the student's training success must reach (0.9: the paper's
+    default as a summary of its full text reports it; docs/method.md §9.1)."""
     retire_patience: Count = 3
-    """``retire``: updates without a new low of the teacher–student gap that count as "stopped shrinking"."""
+    """``retire``: updates without a new low of the teacher–student gap that count as "stopped shrinking"
+    (seedbench's choice: the paper's window length is not known from a primary source)."""
     retire_min_delta: NonNegative = 0.0
     """``retire``: how much lower a gap must be to count as a new low."""
 
