@@ -70,19 +70,18 @@ def test_a_saved_checkpoint_records_the_checksum_it_hashes_to(tmp_path):
     assert checkpoint_checksum(str(folder)) == (str(folder), recorded["checksum"])
 
 
-def test_saved_tiny_policies_of_different_weights_load_with_different_checksums(tmp_path):
-    """The real callers: `save_policy` writes the marker, `load_policy` of the folder reports it (the
+def test_saved_tiny_policies_of_different_weights_get_different_checksums(tmp_path):
+    """The real caller: `save_policy` writes the marker that `load_policy` of the folder reports (the
     checksum a run's summary.json and the starting-model cache keys record)."""
     from seedbench.config import ModelConfig
     from seedbench.models.policy import load_policy, save_policy
 
     checksums = []
     for seed in (0, 1):
-        policy = load_policy(ModelConfig(name="tiny"), need_reference=False, seed=seed)
-        save_policy(policy, tmp_path / f"s{seed}")
-        reloaded = load_policy(ModelConfig(name=str(tmp_path / f"s{seed}")), need_reference=False)
-        assert reloaded.checksum == checksum_dir(tmp_path / f"s{seed}")
-        checksums.append(reloaded.checksum)
+        save_policy(load_policy(ModelConfig(name="tiny"), need_reference=False, seed=seed), tmp_path / f"s{seed}")
+        source, checksum = checkpoint_checksum(str(tmp_path / f"s{seed}"))
+        assert checksum == checksum_dir(tmp_path / f"s{seed}")
+        checksums.append(checksum)
     sizes = [sorted((f.name, f.stat().st_size) for f in (tmp_path / f"s{s}").iterdir()) for s in (0, 1)]
     assert sizes[0] == sizes[1]  # the same files and sizes: only the contents tell them apart
     assert checksums[0] != checksums[1]
