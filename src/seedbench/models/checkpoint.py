@@ -1,8 +1,8 @@
-"""Checkpoint identity: which weights a run started from, as a checksum that is cheap to compute.
+"""Checkpoint identity: which weights a run started from, as a checksum of the weights' contents.
 
-A run records its model's checksum (provenance, the leaderboard's starting-model rule), and
-`seedbench.models.policy.save_policy` writes a ``seedbench_model.json`` marker into every checkpoint it saves
-so that later loads read the checksum instead of recomputing it. Both the text loader
+A run records its model's checksum (provenance, the leaderboard's starting-model rule, the cache keys of
+built starting models), and `seedbench.models.policy.save_policy` writes a ``seedbench_model.json`` marker
+into every checkpoint it saves so that later loads read the checksum instead of hashing the weights again. Both the text loader
 (`seedbench.models.policy`) and the vision loader (`seedbench.models.vlm`) use these helpers, which is why
 they live apart from either.
 """
@@ -18,17 +18,26 @@ from seedbench.config.errors import ConfigError
 MARKER = "seedbench_model.json"
 """The file a saved seedbench checkpoint carries: ``{"checksum": ..., "base": <checksum it was trained from>}``."""
 
+WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth")
+"""Files whose bytes are weights: hashed in full, so two fine-tunes of one model never share a checksum."""
+HASH_CHUNK_BYTES = 1 << 20
+"""Read size while hashing: a multi-GB weight file is streamed, never held in memory."""
+
 
 def checksum_dir(path: Path) -> str:
-    """Hash of the weight files' names and sizes plus config (fast; full hashes of GBs are too slow)."""
+    """Hash of a checkpoint folder's weights and configuration: the name, size and full contents of every
+    weight file (`WEIGHT_SUFFIXES`) and JSON file at its top level, except the `MARKER` that records this
+    very checksum (so recomputing it on a saved checkpoint gives the recorded value). Weights are streamed
+    in `HASH_CHUNK_BYTES` pieces; a folder with a marker is hashed once, when it is saved."""
     digest = hashlib.sha256()
     for file in sorted(path.glob("*")):
-        if file.suffix in (".safetensors", ".bin", ".json"):
-            digest.update(file.name.encode())
-            digest.update(str(file.stat().st_size).encode())
-            if file.suffix == ".json":
-                digest.update(file.read_bytes())
-    return "dir-sha256:" + digest.hexdigest()
+        if file.suffix not in (*WEIGHT_SUFFIXES, ".json") or file.name == MARKER or not file.is_file():
+            continue
+        digest.update(file.name.encode() + b"\0" + str(file.stat().st_size).encode() + b"\0")
+        with file.open("rb") as stream:
+            while chunk := stream.read(HASH_CHUNK_BYTES):
+                digest.update(chunk)
+    return "dir-content-sha256:" + digest.hexdigest()
 
 
 def checkpoint_checksum(name: str) -> tuple[str, str]:

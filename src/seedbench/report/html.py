@@ -57,6 +57,15 @@ def _inline(text: str) -> str:
     return _HELD.sub(lambda m: html.escape(held[int(m.group(1))], quote=True), escaped)
 
 
+_TAG = re.compile(r"<[^>]*>")
+
+
+def _plain(text: str) -> str:
+    """Inline Markdown as attribute text (an image's alt): what `_inline` shows, without its tags, so the
+    escapes `md_escape` wrote come out as the characters they stand for."""
+    return _TAG.sub("", _inline(text))
+
+
 def _slug(text: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-") or "section"
 
@@ -107,7 +116,7 @@ def to_html(doc: Document) -> str:
                 body.append(_table(block))
             elif isinstance(block, Figure):
                 data = base64.b64encode(block.png).decode("ascii")
-                alt = html.escape(block.caption or block.name)
+                alt = _plain(block.caption) if block.caption else html.escape(block.name)
                 caption = f"<figcaption>{_inline(block.caption)}</figcaption>" if block.caption else ""
                 body.append(f'<figure><img alt="{alt}" src="data:image/png;base64,{data}">{caption}</figure>')
             elif isinstance(block, Quote):

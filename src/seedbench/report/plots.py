@@ -2,10 +2,16 @@
 
 Each function returns PNG bytes. Output is deterministic for a given matplotlib version: no
 timestamps or software tags in the PNG, fixed colours per agent name order.
+
+Env, model, agent, arm and split names come from runs, so they are someone else's text: every title,
+label and legend entry they enter is drawn literally (`_literal`: no mathtext, so ``$``, ``_`` and ``^``
+are plain characters), and figures are drawn without TeX whatever the user's matplotlibrc says
+(`_without_tex`).
 """
 
 from __future__ import annotations
 
+import functools
 import io
 from typing import Sequence
 
@@ -23,6 +29,30 @@ def _pyplot():
     import matplotlib.pyplot as plt
 
     return plt
+
+
+def _without_tex(draw):
+    """Draw a figure with ``text.usetex`` off: TeX would typeset every label, and stop at a name holding
+    ``_``, ``^`` or ``#``; without it figures also look the same on every machine."""
+
+    @functools.wraps(draw)
+    def drawn(*args, **kwargs):
+        import matplotlib
+
+        with matplotlib.rc_context({"text.usetex": False}):
+            return draw(*args, **kwargs)
+
+    return drawn
+
+
+def _literal(*texts) -> None:
+    """Draw these matplotlib texts as written: a name such as ``a$b_c^d$`` is not mathtext."""
+    for text in texts:
+        text.set_parse_math(False)
+
+
+def _legend(ax) -> None:
+    _literal(*ax.legend(loc="best", fontsize=8).get_texts())  # agent and arm names
 
 
 def _png(fig) -> bytes:
@@ -56,6 +86,7 @@ def _band(ax, curves, label: str, color: str) -> bool:
     return True
 
 
+@_without_tex
 def sample_efficiency(agents: dict[str, list[Run]], split: str, title: str,
                       colors: dict[str, str] | None = None) -> bytes:
     """Eval success vs trajectories, env steps and generated tokens: mean over seeds with a 95 %
@@ -69,13 +100,14 @@ def sample_efficiency(agents: dict[str, list[Run]], split: str, title: str,
         ax.set_xlabel(label)
         ax.grid(alpha=0.3)
         ax.ticklabel_format(axis="x", style="sci", scilimits=(-3, 4))
-    axes[0].set_ylabel(f"eval success ({split}, micro)")
+    _literal(axes[0].set_ylabel(f"eval success ({split}, micro)"))
     axes[0].set_ylim(-0.02, 1.02)
-    axes[0].legend(loc="best", fontsize=8)
-    fig.suptitle(title)
+    _legend(axes[0])
+    _literal(fig.suptitle(title))
     return _png(fig)
 
 
+@_without_tex
 def seed_diagnostics(agents: dict[str, list[Run]], title: str, colors: dict[str, str] | None = None) -> bytes | None:
     """SEED's training signals vs trajectories, mean and band over seeds; None if nothing to plot."""
     everything = [r for runs in agents.values() for r in runs]
@@ -96,8 +128,8 @@ def seed_diagnostics(agents: dict[str, list[Run]], title: str, colors: dict[str,
         ax.grid(alpha=0.3)
     for ax in list(axes.flat)[len(metrics):]:
         ax.axis("off")
-    axes.flat[0].legend(loc="best", fontsize=8)
-    fig.suptitle(title)
+    _legend(axes.flat[0])
+    _literal(fig.suptitle(title))
     fig.tight_layout()
     return _png(fig)
 
@@ -105,6 +137,7 @@ def seed_diagnostics(agents: dict[str, list[Run]], title: str, colors: dict[str,
 CONTROL_COLOR = "#7f7f7f"
 
 
+@_without_tex
 def learning_curves(curves: dict[str, "object"], splits: list[str], title: str, controls: set[str],
                     colors: dict[str, str] | None = None) -> bytes:
     """Held-out success vs training iteration, one panel per eval split: every arm's mean over seeds with
@@ -130,11 +163,11 @@ def learning_curves(curves: dict[str, "object"], splits: list[str], title: str, 
             ok = ~np.isnan(low)
             if ok.any():
                 ax.fill_between(x[ok], low[ok], high[ok], color=color, alpha=0.12 if control else 0.2, lw=0)
-        ax.set_title(f"{split}", fontsize=10)
+        _literal(ax.set_title(split, fontsize=10))
         ax.set_xlabel("iteration (RL update)")
         ax.grid(alpha=0.3)
     axes[0][0].set_ylabel("held-out success (micro)")
     axes[0][0].set_ylim(-0.02, 1.02)
-    axes[0][0].legend(loc="best", fontsize=8)
-    fig.suptitle(title)
+    _legend(axes[0][0])
+    _literal(fig.suptitle(title))
     return _png(fig)

@@ -79,9 +79,9 @@ def timing_metrics(rstats: Any, t_start: float, t_prepare: float, t_update: floa
             "time/update_s": t_end - t_update, "time/iteration_s": t_end - t_start}
 
 
-def before_after_results(run_dir: RunDir, splits) -> list[dict]:
-    """Per eval split, the first evaluation against the last (`evaluator.before_after`), when they differ."""
-    records = run_dir.records("eval.jsonl")
+def before_after_results(records: list[dict], splits) -> list[dict]:
+    """Per eval split, the first evaluation against the last (`evaluator.before_after`), when they differ;
+    `records`: the run's eval.jsonl records."""
     results = []
     for split in splits:
         mine = sorted((r for r in records if r.get("split") == split), key=lambda r: r["iteration"])
@@ -93,13 +93,14 @@ def before_after_results(run_dir: RunDir, splits) -> list[dict]:
 
 
 def write_summary(parallel: SingleProcess, run_dir: RunDir, config: RunConfig, parts: Any,
-                  counters: dict[str, int], resources: ResourceMeter, model_origin: Any, complete: bool) -> None:
+                  counters: dict[str, int], resources: ResourceMeter, model_origin: Any, complete: bool) -> list[dict]:
     """summary.json (and eval_tasks when evaluations ran): provenance, counters, the evaluation protocol,
     the last evaluation, the before/after comparison, timing and every rank's resources, of the run built
-    as `parts` (`seedbench.training.build.RunParts`). Rank 0 writes."""
+    as `parts` (`seedbench.training.build.RunParts`). Rank 0 writes, reading eval.jsonl once, and returns the
+    before/after comparison it wrote (for the run's closing lines); other ranks return []."""
     totals = resources.totals(parallel.all_gather_object(resources.current()))
     if not parallel.is_main:
-        return
+        return []
     evals = run_dir.records("eval.jsonl")
     final = {}
     for record in evals:
@@ -116,6 +117,7 @@ def write_summary(parallel: SingleProcess, run_dir: RunDir, config: RunConfig, p
     if eval_ids:
         write_eval_tasks(run_dir.path, eval_tasks, eval_ids, data)
     timing = [r for r in run_dir.records("metrics.jsonl")]
+    comparisons = before_after_results(evals, eval_tasks)
     run_dir.update_summary(
         seedbench_version=__version__, git_hash=git_hash(), packages=package_versions(),
         model={"name": config.model.name, "source": parts.policy.source, "checksum": parts.policy.checksum,
@@ -131,7 +133,8 @@ def write_summary(parallel: SingleProcess, run_dir: RunDir, config: RunConfig, p
                   "data_source": data["data_source"]},
         data=data,
         final=final,
-        before_after=before_after_results(run_dir, eval_tasks),
+        before_after=comparisons,
         timing={"mean_iteration_s": float(np.mean([r["time/iteration_s"] for r in timing])) if timing else None},
         resources=totals,
     )
+    return comparisons

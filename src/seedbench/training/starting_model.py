@@ -47,9 +47,9 @@ def cache_key(kind: str, config: RunConfig, base_name: str, settings: dict[str, 
 
 
 def base_identity(name: str) -> str:
-    """What a step is built from: a checkpoint this module cached is named by its own key (its folder);
-    any other model by its checksum (`checkpoint_checksum`: for a local folder, file names and sizes, which
-    two fine-tunes of one model share, so it cannot tell cached steps apart)."""
+    """What a step is built from: a checkpoint this module cached is named by its own key (its folder), which
+    already hashes everything its weights came from; any other model by its checksum (`checkpoint_checksum`:
+    for a local folder, its weight files' contents)."""
     path = Path(name)
     if path.parent.parent == cache_dir(CACHE_FOLDER):
         return path.parent.name

@@ -26,7 +26,7 @@ from seedbench.tracking import open_tracker
 from seedbench.training import parallel
 from seedbench.training.build import build_run, open_run_dir
 from seedbench.training.evaluator import before_after_line
-from seedbench.training.records import (before_after_results, episode_record, episode_rewards, log_train_episodes,
+from seedbench.training.records import (episode_record, episode_rewards, log_train_episodes,
                                         rollout_metrics, timing_metrics, write_summary)
 from seedbench.training.resources import ResourceMeter, gpus_held
 from seedbench.training.run_state import load_checkpoint, save_checkpoint
@@ -105,11 +105,11 @@ class Trainer:
             self._finish_evaluation(cfg.iterations)
         if cfg.save_final_model:
             self.dist.save_final_model(self.policy, self.run_dir.path / "final_model")  # rank 0 writes
-        self._write_summary(complete=True)
+        comparisons = self._write_summary(complete=True)
         if not cfg.keep_final_checkpoint and self.dist.is_main:
             self.run_dir.update_summary(checkpoints_deleted=True)  # before the deletion: resume reads it
             self.run_dir.drop_checkpoints()  # final_model/ holds the weights
-        for result in before_after_results(self.run_dir, self.eval_tasks):
+        for result in comparisons:
             self._say(before_after_line(result))
         return self.run_dir.path
 
@@ -201,8 +201,9 @@ class Trainer:
         if self.dist.is_main:
             print(line, flush=True)
 
-    def _write_summary(self, complete: bool) -> None:
-        write_summary(self.dist, self.run_dir, self.config, self.parts, self.counters, self.resources,
+    def _write_summary(self, complete: bool) -> list[dict]:
+        """summary.json now; returns its before/after comparison (`records.write_summary`)."""
+        return write_summary(self.dist, self.run_dir, self.config, self.parts, self.counters, self.resources,
                       self.model_origin, complete)
 
     def close(self) -> None:

@@ -100,14 +100,18 @@ class Annotator(Protocol):
 
 class OracleAnnotator:
     """Rule-based analyses from hidden env data (see module docstring: it leaks the answer). `make_env`
-    builds an env of the run's kind; it is reset to each trajectory's task to read the expert plan from the
-    start state."""
+    builds an env of the run's kind; it is reset to each trajectory's task, so the answer it states
+    (`oracle_skill`) and the expert plan it reads are those of that episode's task (ImageChoice's rewarded
+    side changes with the task)."""
 
     kind = "oracle"
     label = ORACLE_LABEL
 
     def __init__(self, make_env: Callable[[], TextEnv]):
+        from seedbench.envs.text_env import TextEnv
+
         self.env = make_env()
+        self.states_answer = type(self.env).oracle_skill is not TextEnv.oracle_skill
 
     def check(self) -> None:
         return None
@@ -120,11 +124,10 @@ class OracleAnnotator:
         invalid = sum(not s.action_valid for s in traj.steps)
         summary = (f"The agent {'solved' if traj.won else 'did not solve'} the task in {len(traj.steps)} step(s) "
                    f"with {invalid} invalid action(s); its actions were: {', '.join(actions) or 'none'}.")
-        stated = self.env.oracle_skill(traj.won)
-        plan = None
-        if self.env.has_expert():
+        if self.states_answer or self.env.has_expert():  # both read the episode's task, not the last one's
             self.env.reset(seed=traj.task.seed, options={"split": traj.task.split})
-            plan = self.env.expert_plan()
+        stated = self.env.oracle_skill(traj.won) if self.states_answer else None
+        plan = self.env.expert_plan() if stated is None and self.env.has_expert() else None
         fmt = "Answer every step with exactly one admissible action inside <action></action>."
         if stated is not None:
             skill = stated
