@@ -35,17 +35,15 @@ import urllib.error
 import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Protocol
+from typing import Any, Callable, Protocol
 
 from seedbench.agents.seed.hindsight import HindsightAnnotator
 from seedbench.config.schema import ModelConfig
 from seedbench.engines.base import SamplingParams
 from seedbench.engines.hf import HFEngine
+from seedbench.envs.text_env import TextEnv
 from seedbench.models.policy import load_policy
 from seedbench.rollout.prompting import render_prompt
-
-if TYPE_CHECKING:
-    from seedbench.envs.text_env import TextEnv
 
 from seedbench.config.errors import ConfigError
 
@@ -108,8 +106,6 @@ class OracleAnnotator:
     label = ORACLE_LABEL
 
     def __init__(self, make_env: Callable[[], TextEnv]):
-        from seedbench.envs.text_env import TextEnv
-
         self.env = make_env()
         self.states_answer = type(self.env).oracle_skill is not TextEnv.oracle_skill
 
