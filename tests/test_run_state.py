@@ -5,6 +5,7 @@ one replaced by the one before it. Runs use the tiny model on the `choice` env."
 import errno
 import json
 import os
+import shutil
 import warnings
 from pathlib import Path
 
@@ -106,6 +107,22 @@ def test_a_damaged_summary_is_set_aside_and_its_resource_totals_recovered_or_mar
     assert totals["cpu_seconds"] == 1.0 and "summary.json.corrupt-2" in totals["incomplete"]
     again = ResourceMeter(totals).totals([{"cpu_seconds": 1.0, "gpu_seconds": 0.0, "wall_seconds": 2.0}])
     assert again["incomplete"] == totals["incomplete"]  # later sessions keep saying it
+
+
+def test_a_resume_before_the_first_checkpoint_keeps_a_damaged_summarys_resource_totals(tmp_path):
+    """The resume checks that look at summary.json only read it: the damaged file is set aside once, by
+    the trainer, which carries its recovered totals on."""
+    out = tmp_path / "run"
+    train(_config(out, iterations=1))
+    shutil.rmtree(out / "checkpoints")  # as if killed before its first checkpoint
+    summary = json.loads((out / "summary.json").read_text())
+    summary["resources"].update(cpu_seconds=1000.0, sessions=4)
+    text = json.dumps(summary, indent=2, sort_keys=True)
+    (out / "summary.json").write_text(text[: text.index('"seedbench_version"') + 10])  # torn after the resources
+    with pytest.warns(RunFileWarning, match="resource totals recovered"):
+        train(_config(out, iterations=1), resume=True)
+    resources = json.loads((out / "summary.json").read_text())["resources"]
+    assert resources["cpu_seconds"] > 1000.0 and resources["sessions"] == 5 and "incomplete" not in resources
 
 
 # ----------------------------------------------------------------------------------------------------

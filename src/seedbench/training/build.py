@@ -19,6 +19,7 @@ from seedbench.config import ConfigError, ModelConfig, RunConfig, agent_class, a
 from seedbench.engines.base import SamplingParams, env_stop
 from seedbench.envs.batch import EnvBatch, LocalEnvs
 from seedbench.envs.checks import probe_reset_seeding
+from seedbench.jsonio import read_json_checked
 from seedbench.registry import make_env, resolve_agent, resolve_env
 from seedbench.seeding import seed_everything
 from seedbench.training.checkpoint_files import load_torch_file
@@ -90,8 +91,8 @@ def open_run_dir(config: RunConfig, parallel: SingleProcess, resume: bool, allow
     config.output = str(out)
     run_dir = parallel.run_dir(out)
     checkpoint = run_dir.latest_checkpoint() if resume else None
-    if resume and checkpoint is None and (out / "summary.json").exists() \
-            and run_dir.read_summary().get("checkpoints_deleted"):
+    # A read-only look: a damaged summary.json is set aside (its totals recovered) by the trainer, once.
+    if resume and checkpoint is None and read_json_checked(out / "summary.json")[0].get("checkpoints_deleted"):
         raise ConfigError(f"{out} is complete and its checkpoints were deleted at its end (keep_final_checkpoint: "
                           f"false), so there is nothing to resume; evaluate it with `seedbench eval {out}` or "
                           f"train on from it with --model {out / 'final_model'}")

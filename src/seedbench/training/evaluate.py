@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from seedbench.config import ConfigError, RunConfig, get_dotted, set_dotted, update_dataclass, validate_config
+from seedbench.jsonio import read_json_checked
 from seedbench.rollout.types import TaskRef, Trajectory, task_score
 from seedbench.training.build import build_run
 from seedbench.training.evaluator import (Evaluator, before_after, before_after_line, eval_record,  # noqa: F401
@@ -98,7 +99,8 @@ def evaluate_agent(agent: str, env_name: str | None = None, *, episodes: int | N
         config, changed = eval_config(RunDir(run[0]).read_config(), flags, set_values)
         if run[1].name == "final_model":
             config.model.name = str(run[1])
-            counters = {k: int(v) for k, v in RunDir(run[0]).read_summary().get("counters", {}).items()}
+            summary, _ = read_json_checked(run[0] / "summary.json")  # an evaluation changes nothing in the run
+            counters = {k: int(v) for k, v in summary.get("counters", {}).items()}
             results = _evaluate_model(config, None, counters, run[0])
         else:
             results = _evaluate_model(config, run[1] / "model.pt", _checkpoint_counters(run[1]), run[0])
