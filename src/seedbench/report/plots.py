@@ -51,6 +51,12 @@ def _literal(*texts) -> None:
         text.set_parse_math(False)
 
 
+def _label(name: str) -> str:
+    """A legend label that shows `name`: matplotlib leaves out of the legend every label starting with
+    ``_``, so such a name gets a zero-width space in front (drawn as nothing)."""
+    return "\u200b" + name if name.startswith("_") else name
+
+
 def _legend(ax) -> None:
     _literal(*ax.legend(loc="best", fontsize=8).get_texts())  # agent and arm names
 
@@ -77,9 +83,9 @@ def _band(ax, curves, label: str, color: str) -> bool:
     except ValueError:
         return False
     if band.grid.size == 1:
-        ax.errorbar(band.grid, band.mean, fmt="o", color=color, label=label)
+        ax.errorbar(band.grid, band.mean, fmt="o", color=color, label=_label(label))
         return True
-    ax.plot(band.grid, band.mean, color=color, label=f"{label} (n={len(curves)})", lw=2)
+    ax.plot(band.grid, band.mean, color=color, label=_label(f"{label} (n={len(curves)})"), lw=2)
     ok = ~np.isnan(band.low)
     if ok.any():
         ax.fill_between(band.grid[ok], band.low[ok], band.high[ok], color=color, alpha=0.2, lw=0)
@@ -159,7 +165,7 @@ def learning_curves(curves: dict[str, "object"], splits: list[str], title: str, 
             low, high = rows["low"].to_numpy(float), rows["high"].to_numpy(float)
             seeds = int(rows["seeds"].max())
             ax.plot(x, mean, color=color, lw=1.6 if control else 2, ls="--" if control else "-", marker="o", ms=3,
-                    label=f"{arm}{' (control)' if control and 'control' not in arm else ''} (n={seeds})")
+                    label=_label(f"{arm}{' (control)' if control and 'control' not in arm else ''} (n={seeds})"))
             ok = ~np.isnan(low)
             if ok.any():
                 ax.fill_between(x[ok], low[ok], high[ok], color=color, alpha=0.12 if control else 0.2, lw=0)
