@@ -23,7 +23,7 @@ def test_import_seedbench_is_light():
     (["run", "--env", "choice", "--set", "optim.lrr=1"], "unknown config key 'optim.lrr'; valid keys: "),
     (["run", "--env", "choice", "--config", "missing.yaml"], "config file not found: missing.yaml"),
     (["run", "--env", "choice", "--set", "optim.lr=fast"], "optim.lr: expected a number"),
-    (["eval", "--agent", "/no/such/dir", "--env", "choice"], "neither 'random', 'scripted' nor an existing"),
+    (["eval", "--agent", "/no/such/dir", "--env", "choice"], "neither 'random', 'scripted', the embedded model (smollm2-135m) nor an existing"),
     (["data", "nope"], "no data generator for 'nope'"),
 ])
 def test_bad_input_is_one_line_without_traceback(argv, expected, capsys):
@@ -69,3 +69,19 @@ def test_every_recipe_in_configs_is_valid():
     for path in recipes:
         # check_host=False: a recipe may start from a checkpoint an earlier stage writes (stage-1 model)
         build_config(path, check_host=False)
+
+
+def test_eval_takes_the_embedded_base_model_by_name(monkeypatch):
+    """``seedbench eval --agent smollm2-135m --env E``: the base row of a competence table, without knowing
+    where the converted model lives; the config's model name is the alias, resolved as a run resolves it."""
+    from seedbench.training import evaluate
+
+    seen = {}
+
+    def fake_evaluate(config, state, counters, run_dir):
+        seen.update(model=config.model.name, env=config.env, tasks=config.eval.num_tasks, state=state)
+        return [({"iteration": 0, "split": "test", "success": 0.0}, [])]
+
+    monkeypatch.setattr(evaluate, "_evaluate_model", fake_evaluate)
+    evaluate.evaluate_agent("smollm2-135m", "frozenlake", episodes=5)
+    assert seen == {"model": "smollm2-135m", "env": "frozenlake", "tasks": 5, "state": None}

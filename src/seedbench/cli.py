@@ -3,7 +3,7 @@
     seedbench run --agent grpo --env sokoban [--model M] [--seed S] [--iterations K] [--config Y]
                   [--output DIR] [--resume [DIR]] [--allow-config-changes] [--track tensorboard,wandb,mlflow]
                   [--set key=value ...]
-    seedbench eval --agent <run dir|checkpoint dir|random|scripted> [--env sokoban] [--episodes N] [--set k=v ...]
+    seedbench eval --agent <run dir|checkpoint dir|smollm2-135m|random|scripted> [--env sokoban] [--episodes N] [--set k=v ...]
     seedbench config [--agent NAME]          every run config field: type, default, documentation
     seedbench envs | agents
     seedbench check-env NAME [--seeds N] [--expert-tasks N] [--kwarg KEY=VALUE ...]
@@ -213,7 +213,8 @@ def build_parser() -> argparse.ArgumentParser:
         description="A run (or one of its checkpoints) is evaluated exactly as the trainer evaluates it, under its "
                     "own config.yaml; each flag overrides one field of it (printed). Other agents get the default "
                     "run config for --env. Defaults come from the run config (`seedbench config`).")
-    ev.add_argument("--agent", required=True, help="run directory, checkpoint directory, HF checkpoint, 'random' or 'scripted'")
+    ev.add_argument("--agent", required=True, help="run directory, checkpoint directory, HF checkpoint, the embedded base model "
+                    "('smollm2-135m'), 'random' or 'scripted'")
     ev.add_argument("--env", help="env (required unless --agent is a run); sets env")
     ev.add_argument("--episodes", type=int, help="sets eval.num_tasks")
     ev.add_argument("--split", help="sets eval.splits to this one split")

@@ -7,7 +7,8 @@ the run's parts as the trainer does (`seedbench.training.build.build_run`), so i
 evaluation record at the run's seed.
 
 Other agents: an HF checkpoint directory (e.g. ``runs/…/final_model`` or an analyzer-SFT output; evaluated
-with the default run config for ``--env``), ``random`` (a uniformly random admissible action) or
+with the default run config for ``--env``), the embedded base model by name (``smollm2-135m``: what a
+warm start starts from), ``random`` (a uniformly random admissible action) or
 ``scripted`` (the env's expert, `env.expert_plan()`).
 """
 
@@ -26,6 +27,7 @@ from seedbench.training.evaluator import (Evaluator, before_after, before_after_
 from seedbench.training.records import episode_record
 from seedbench.training.rundir import RunDir
 from seedbench.envs.checks import probe_reset_seeding
+from seedbench.models.embedded import EMBEDDED_ALIASES
 from seedbench.registry import make_env, resolve_env
 from seedbench.training.checkpoint_files import load_torch_file
 
@@ -107,10 +109,13 @@ def evaluate_agent(agent: str, env_name: str | None = None, *, episodes: int | N
     else:
         if env_name is None:
             raise ConfigError(f"--env is needed to evaluate {agent!r} (only a run directory knows its env)")
-        if agent not in BUILTIN_AGENTS and not (path / "config.json").exists():
-            raise FileNotFoundError(f"agent {agent!r} is neither 'random', 'scripted' nor an existing checkpoint "
-                                    "directory (a run, one of its checkpoints or an HF checkpoint)")
-        base = {"env": env_name} if agent in BUILTIN_AGENTS else {"env": env_name, "model": {"name": str(path)}}
+        embedded = agent in EMBEDDED_ALIASES and not path.exists()
+        if agent not in BUILTIN_AGENTS and not embedded and not (path / "config.json").exists():
+            raise FileNotFoundError(f"agent {agent!r} is neither 'random', 'scripted', the embedded model "
+                                    f"({EMBEDDED_ALIASES[0]}) nor an existing checkpoint directory (a run, one of "
+                                    "its checkpoints or an HF checkpoint)")
+        model = agent if embedded else str(path)
+        base = {"env": env_name} if agent in BUILTIN_AGENTS else {"env": env_name, "model": {"name": model}}
         # no run config to override: the flags are the configuration, nothing is reported as overridden
         config, _ = eval_config(base, {k: v for k, v in flags.items() if k != "env"}, set_values)
         changed = []
