@@ -85,3 +85,26 @@ def test_saved_tiny_policies_of_different_weights_get_different_checksums(tmp_pa
     sizes = [sorted((f.name, f.stat().st_size) for f in (tmp_path / f"s{s}").iterdir()) for s in (0, 1)]
     assert sizes[0] == sizes[1]  # the same files and sizes: only the contents tell them apart
     assert checksums[0] != checksums[1]
+
+
+def test_a_folder_without_marker_is_hashed_once_until_a_file_changes(tmp_path, monkeypatch):
+    """A downloaded model folder has no marker: its checksum is remembered in the cache against its files'
+    names, sizes and times, so a second load reads no weights; rewriting a file hashes it again."""
+    import os
+
+    from seedbench.models import checkpoint
+
+    monkeypatch.setenv("SEEDBENCH_CACHE", str(tmp_path / "cache"))
+    folder = _checkpoint(tmp_path / "m", b"\x00" * 64)
+    hashed = []
+    real = checkpoint.checksum_dir
+    monkeypatch.setattr(checkpoint, "checksum_dir", lambda path: hashed.append(path) or real(path))
+    first = checkpoint_checksum(str(folder))[1]
+    assert checkpoint_checksum(str(folder))[1] == first and len(hashed) == 1  # remembered
+    weights = folder / "model.safetensors"
+    weights.write_bytes(b"\x00" * 63 + b"\x01")  # same size, new bytes and time
+    os.utime(weights, ns=(weights.stat().st_atime_ns, weights.stat().st_mtime_ns + 10**9))
+    second = checkpoint_checksum(str(folder))[1]
+    assert len(hashed) == 2 and second != first and second == real(folder)
+    (tmp_path / "cache" / "checksums").joinpath(next(iter(os.listdir(tmp_path / "cache" / "checksums")))).write_text("{")
+    assert checkpoint_checksum(str(folder))[1] == second and len(hashed) == 3  # a damaged memo: hashed again

@@ -14,6 +14,8 @@ import json
 from pathlib import Path
 
 from seedbench.config.errors import ConfigError
+from seedbench.jsonio import read_json_checked, write_json_atomic
+from seedbench.paths import cache_dir
 
 MARKER = "seedbench_model.json"
 """The file a saved seedbench checkpoint carries: ``{"checksum": ..., "base": <checksum it was trained from>}``."""
@@ -30,14 +32,33 @@ def checksum_dir(path: Path) -> str:
     very checksum (so recomputing it on a saved checkpoint gives the recorded value). Weights are streamed
     in `HASH_CHUNK_BYTES` pieces; a folder with a marker is hashed once, when it is saved."""
     digest = hashlib.sha256()
-    for file in sorted(path.glob("*")):
-        if file.suffix not in (*WEIGHT_SUFFIXES, ".json") or file.name == MARKER or not file.is_file():
-            continue
+    for file in _hashed_files(path):
         digest.update(file.name.encode() + b"\0" + str(file.stat().st_size).encode() + b"\0")
         with file.open("rb") as stream:
             while chunk := stream.read(HASH_CHUNK_BYTES):
                 digest.update(chunk)
     return "dir-content-sha256:" + digest.hexdigest()
+
+
+def _hashed_files(path: Path) -> list[Path]:
+    """The files `checksum_dir` hashes, in its order."""
+    return [file for file in sorted(path.glob("*"))
+            if file.suffix in (*WEIGHT_SUFFIXES, ".json") and file.name != MARKER and file.is_file()]
+
+
+def remembered_checksum_dir(path: Path) -> str:
+    """`checksum_dir` of a folder without a marker (a downloaded or converted model), remembered in
+    ``cache_dir("checksums")`` against the hashed files' names, sizes and modification times: a multi-GB
+    folder is read once, not at every load, and hashed again as soon as any of its files changes."""
+    path = path.resolve()
+    stamps = [[f.name, f.stat().st_size, f.stat().st_mtime_ns] for f in _hashed_files(path)]
+    memo = cache_dir("checksums") / (hashlib.sha256(str(path).encode()).hexdigest()[:32] + ".json")
+    remembered, _ = read_json_checked(memo)  # missing or damaged: {} and hashed again
+    if remembered.get("path") == str(path) and remembered.get("files") == stamps:
+        return remembered["checksum"]
+    checksum = checksum_dir(path)
+    write_json_atomic(memo, {"path": str(path), "files": stamps, "checksum": checksum})
+    return checksum
 
 
 def checkpoint_checksum(name: str) -> tuple[str, str]:
@@ -48,7 +69,7 @@ def checkpoint_checksum(name: str) -> tuple[str, str]:
     if not (path / "config.json").exists():
         raise ConfigError(f"model path {path} has no config.json; pass an HF checkpoint directory")
     marker = path / MARKER
-    checksum = json.loads(marker.read_text())["checksum"] if marker.exists() else checksum_dir(path)
+    checksum = json.loads(marker.read_text())["checksum"] if marker.exists() else remembered_checksum_dir(path)
     return str(path), checksum
 
 
