@@ -205,6 +205,9 @@ def test_eval_of_a_run_reproduces_its_last_eval_record(tmp_path, capsys):
     logged = [e for e in read_jsonl(out / "episodes.jsonl") if e["phase"] == "eval/test" and e["iteration"] == 1]
     replayed = evaluate_agent(str(out))["episodes"]
     assert replayed == logged and len(logged) == 6
+    steps = sum(len(e["steps"]) for e in logged)
+    valid = sum(s["valid"] for e in logged for s in e["steps"])
+    assert f"  valid actions: {valid} / {steps} steps ({valid / steps:.3f})" in printed.splitlines()
     assert all(len(e["steps"]) == 5 for e in logged if not e["won"])
     # the comparison can fail: the env's own history length (2) instead of the run's (1) changes the prompts
     other = evaluate_agent(str(out), set_values={"rollout": {"history_length": 2}})

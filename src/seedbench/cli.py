@@ -121,6 +121,11 @@ def cmd_eval(args) -> int:
               f"macro={record['success_macro']:.3f}" + (f" score={record['score']:.3f}" if "score" in record else ""))
         for task_type, rate in record["per_type"].items():
             print(f"  {task_type}: {rate:.3f} ({record['per_type_counts'][task_type]} tasks)")
+        episodes = [e for e in result["episodes"] if e["phase"] == f"eval/{record['split']}"]
+        steps = sum(len(e["steps"]) for e in episodes)
+        if steps:  # LLM agents: how often the answer parsed into an action the env accepted
+            valid = steps - sum(e["num_invalid"] for e in episodes)
+            print(f"  valid actions: {valid} / {steps} steps ({valid / steps:.3f})")
     if args.records:
         with open(args.records, "w") as handle:
             handle.writelines(json.dumps(record) + "\n" for record in result["records"])
