@@ -11,7 +11,9 @@ load average printed next to it: on a shared machine only ratios measured side b
 * ``hf``: a plain transformers forward + backward (and forward alone) of 2 × ``--tokens // 2`` tokens,
   bf16 = autocast over fp32 weights, as the trainer runs it;
 * ``update``: seedbench's update on the README quick start's recorded batch (`update_speed.py` records
-  it), plain and optimised, one trainer per dtype (``model.dtype`` pinned), and its achieved FLOP/s as a
+  it), plain and optimised, one trainer per dtype (``model.dtype`` pinned), three sides interleaved: fp32,
+  bf16 autocast over the fp32 weights (``bf16``) and the bf16 compute copy (``param_copy``,
+  ``model.bf16_compute=param_copy`` on the bf16 trainer), wall and process CPU seconds, and its achieved FLOP/s as a
   share of the bf16 GEMM rate measured above (the mean over the ``--tokens``-row shapes): FLOPs = 2 × non-embedding parameters per token of every
   forward it runs (the layout's tokens, padding included) + 4 × per token of every backward, plus the
   vocabulary projection of the scored columns (attention's score products are left out: an undercount);
@@ -39,6 +41,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import update_speed  # noqa: E402  (a sibling script: the recorded batch and the timed update)
 
 DTYPES = ("fp32", "bf16")
+UPDATE_SIDES = ("fp32", "bf16", "param_copy")
+"""The update part's sides: ``bf16`` = autocast over fp32 weights, ``param_copy`` = the bf16 compute copy."""
 PARTS = ("gemm", "hf", "update", "scoring", "iteration")
 DEFAULT_PARTS = ("gemm", "hf", "update", "scoring")
 CPU_FLAGS = ("amx_bf16", "amx_tile", "avx512_bf16", "avx512f", "avx2")
@@ -71,15 +75,16 @@ def cpu_flags() -> dict:
             "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY", "(runtime default)")}
 
 
-def interleaved(run, repeats: int, warm_up: bool = True) -> dict[str, list[float]]:
-    """`run(dtype)` → seconds, for both dtypes, alternating which goes first; one untimed call each first
-    (`warm_up`; the update and the iteration, minutes each, go without: their first call is timed)."""
-    for dtype in DTYPES if warm_up else ():
-        run(dtype)
-    times: dict[str, list[float]] = {dtype: [] for dtype in DTYPES}
+def interleaved(run, repeats: int, warm_up: bool = True, sides=DTYPES) -> dict[str, list[float]]:
+    """`run(side)` → seconds, for every side (both dtypes by default), alternating the order; one untimed
+    call each first (`warm_up`; the update and the iteration, minutes each, go without: their first call
+    is timed)."""
+    for side in sides if warm_up else ():
+        run(side)
+    times: dict[str, list[float]] = {side: [] for side in sides}
     for repeat in range(repeats):
-        for dtype in DTYPES if repeat % 2 == 0 else DTYPES[::-1]:
-            times[dtype].append(run(dtype))
+        for side in sides if repeat % 2 == 0 else sides[::-1]:
+            times[side].append(run(side))
     return times
 
 
@@ -87,6 +92,9 @@ def summary(times: dict[str, list[float]], flops: float | None = None) -> dict:
     median = {dtype: statistics.median(values) for dtype, values in times.items()}
     out = {"seconds": times, "median_s": median, "bf16_speedup": median["fp32"] / median["bf16"],
            "loadavg": os.getloadavg()[0]}
+    if "param_copy" in median:
+        out["param_copy_speedup"] = median["fp32"] / median["param_copy"]
+        out["param_copy_vs_autocast"] = median["bf16"] / median["param_copy"]
     if flops is not None:
         out["gflop"] = flops / 1e9
         out["gflop_per_s"] = {dtype: flops / 1e9 / value for dtype, value in median.items()}
@@ -203,27 +211,43 @@ def update_part(args, trainers: dict, batch, repeats: int, gemm_rate: float | No
     initial = {d: {k: v.detach().clone() for k, v in t.policy.model.state_dict().items()} for d, t in trainers.items()}
     out = {}
     for name, settings in update_speed.VARIANTS.items():
-        cpu: dict[str, list[float]] = {dtype: [] for dtype in DTYPES}
+        cpu: dict[str, list[float]] = {side: [] for side in UPDATE_SIDES}
 
-        def run(dtype, settings=settings, cpu=cpu):
+        def run(side, settings=settings, cpu=cpu):
+            dtype = "bf16" if side == "param_copy" else side
+            policy = trainers[dtype].policy
+            policy.bf16_compute = "param_copy" if side == "param_copy" else "autocast"
             seconds, _, metrics = update_speed.timed_update(trainers[dtype], initial[dtype], prepared[dtype],
                                                             trajectories, settings)
-            cpu[dtype].append(metrics["cpu_s"])
+            policy.bf16_compute = "autocast"
+            cpu[side].append(metrics["cpu_s"])
             return seconds
 
         flops = update_flops(trainers["fp32"], prepared["fp32"].samples, settings)
-        out[name] = summary(interleaved(run, repeats, warm_up=False), flops)
+        out[name] = summary(interleaved(run, repeats, warm_up=False, sides=UPDATE_SIDES), flops)
         # this process's CPU seconds: on a shared machine less sensitive to the other jobs than the wall clock
         out[name]["cpu_seconds"] = cpu
-        out[name]["bf16_cpu_speedup"] = statistics.median(cpu["fp32"]) / statistics.median(cpu["bf16"])
+        median_cpu = {side: statistics.median(values) for side, values in cpu.items()}
+        out[name]["bf16_cpu_speedup"] = median_cpu["fp32"] / median_cpu["bf16"]
+        out[name]["param_copy_cpu_speedup"] = median_cpu["fp32"] / median_cpu["param_copy"]
+        out[name]["param_copy_vs_autocast_cpu"] = median_cpu["bf16"] / median_cpu["param_copy"]
         if gemm_rate:
             out[name]["bf16_share_of_bf16_gemm_rate"] = out[name]["gflop_per_s"]["bf16"] / gemm_rate
+            out[name]["param_copy_share_of_bf16_gemm_rate"] = out[name]["gflop_per_s"]["param_copy"] / gemm_rate
         say(f"seedbench update, {name}", out[name])
-        print(f"    CPU seconds fp32 {statistics.median(cpu['fp32']):.1f}, bf16 {statistics.median(cpu['bf16']):.1f}: "
-              f"x{out[name]['bf16_cpu_speedup']:.2f}")
+        m = out[name]["median_s"]
+        print(f"    wall s: fp32 {m['fp32']:.1f}, bf16 autocast {m['bf16']:.1f}, bf16 param_copy {m['param_copy']:.1f}; "
+              f"fp32/autocast x{out[name]['bf16_speedup']:.2f}, fp32/param_copy x{out[name]['param_copy_speedup']:.2f}, "
+              f"autocast/param_copy x{out[name]['param_copy_vs_autocast']:.2f}")
+        print(f"    CPU s:  fp32 {median_cpu['fp32']:.1f}, bf16 autocast {median_cpu['bf16']:.1f}, "
+              f"bf16 param_copy {median_cpu['param_copy']:.1f}; fp32/autocast x{out[name]['bf16_cpu_speedup']:.2f}, "
+              f"fp32/param_copy x{out[name]['param_copy_cpu_speedup']:.2f}, "
+              f"autocast/param_copy x{out[name]['param_copy_vs_autocast_cpu']:.2f}")
         if gemm_rate:
-            print(f"    achieved {out[name]['gflop_per_s']['bf16']:.0f} GFLOP/s in bf16 = "
-                  f"{100 * out[name]['bf16_share_of_bf16_gemm_rate']:.1f} % of the bf16 GEMM rate ({gemm_rate:.0f})")
+            print(f"    achieved {out[name]['gflop_per_s']['bf16']:.0f} GFLOP/s in bf16 autocast, "
+                  f"{out[name]['gflop_per_s']['param_copy']:.0f} with the param copy = "
+                  f"{100 * out[name]['bf16_share_of_bf16_gemm_rate']:.1f} / "
+                  f"{100 * out[name]['param_copy_share_of_bf16_gemm_rate']:.1f} % of the bf16 GEMM rate ({gemm_rate:.0f})")
     for dtype, trainer in trainers.items():
         trainer.policy.model.load_state_dict(initial[dtype])
     return out
