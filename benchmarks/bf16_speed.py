@@ -27,6 +27,7 @@ tiny test model always computes in fp32 (exact tests), so ``--model tiny`` exerc
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import os
 import random
@@ -52,7 +53,37 @@ def parse_args(argv=None):
     p = update_speed.replay_parser(__doc__, "timed pairs per part", 2, "benchmarks/results/bf16_speed.json")
     p.add_argument("--tokens", type=int, default=848, help="rows of the GEMMs and tokens of the HF forward")
     p.add_argument("--parts", nargs="+", default=list(DEFAULT_PARTS), choices=PARTS)
+    p.add_argument("--shared-trainer", action="store_true",
+                   help="one bf16 trainer for both dtypes (half the memory): the fp32 sides set its compute dtype "
+                        "to fp32 and swap in an fp32 KL reference, as an fp32 trainer holds; not with 'iteration'")
     return p.parse_args(argv)
+
+
+def parse_args_checked(argv=None):
+    args = parse_args(argv)
+    if args.shared_trainer and "iteration" in args.parts:
+        raise SystemExit("bf16_speed.py: --shared-trainer times no whole iteration (its engine generates in bf16); "
+                         "drop 'iteration' from --parts")
+    return args
+
+
+@contextlib.contextmanager
+def computing_in(trainer, dtype: str, fp32_side: dict | None = None):
+    """`trainer` computing its update and scoring passes in `dtype` (``--shared-trainer``): for fp32 the
+    compute dtype and the fp32 KL reference (``fp32_side["ref_model"]``) an fp32 trainer would hold.
+    Without `fp32_side` (one trainer per dtype) nothing changes."""
+    import torch
+
+    if fp32_side is None or dtype != "fp32":
+        yield
+        return
+    policy = trainer.policy
+    saved = policy.compute_dtype, policy.ref_model
+    policy.compute_dtype, policy.ref_model = torch.float32, fp32_side["ref_model"]
+    try:
+        yield
+    finally:
+        policy.compute_dtype, policy.ref_model = saved
 
 
 def cpu_flags() -> dict:
@@ -203,12 +234,13 @@ def update_flops(trainer, samples, settings: dict) -> float:
     return flops + passes * scoring_pass()
 
 
-def update_part(args, trainers: dict, batch, repeats: int, gemm_rate: float | None) -> dict:
+def update_part(args, trainers: dict, batch, repeats: int, gemm_rate: float | None, fp32_side=None) -> dict:
     trajectories, rewards = batch
     prepared = {d: t.agent.prepare(trajectories, rewards, 1) for d, t in trainers.items()}
     for value in prepared.values():
         update_speed.active_advantages(value)
-    initial = {d: {k: v.detach().clone() for k, v in t.policy.model.state_dict().items()} for d, t in trainers.items()}
+    weights = {id(t): {k: v.detach().clone() for k, v in t.policy.model.state_dict().items()} for t in trainers.values()}
+    initial = {d: weights[id(t)] for d, t in trainers.items()}  # one copy per trainer (--shared-trainer: one)
     out = {}
     for name, settings in update_speed.VARIANTS.items():
         cpu: dict[str, list[float]] = {side: [] for side in UPDATE_SIDES}
@@ -217,8 +249,9 @@ def update_part(args, trainers: dict, batch, repeats: int, gemm_rate: float | No
             dtype = "bf16" if side == "param_copy" else side
             policy = trainers[dtype].policy
             policy.bf16_compute = "param_copy" if side == "param_copy" else "autocast"
-            seconds, _, metrics = update_speed.timed_update(trainers[dtype], initial[dtype], prepared[dtype],
-                                                            trajectories, settings)
+            with computing_in(trainers[dtype], dtype, fp32_side):
+                seconds, _, metrics = update_speed.timed_update(trainers[dtype], initial[dtype], prepared[dtype],
+                                                                trajectories, settings)
             policy.bf16_compute = "autocast"
             cpu[side].append(metrics["cpu_s"])
             return seconds
@@ -253,15 +286,16 @@ def update_part(args, trainers: dict, batch, repeats: int, gemm_rate: float | No
     return out
 
 
-def scoring_part(trainers: dict, batch, repeats: int) -> dict:
+def scoring_part(trainers: dict, batch, repeats: int, fp32_side=None) -> dict:
     trajectories, rewards = batch
     samples = {d: t.agent.prepare(trajectories, rewards, 1).samples for d, t in trainers.items()}
 
     def run(dtype):
         trainer = trainers[dtype]
-        t0 = time.perf_counter()
-        trainer.context.score([s.prompt_ids for s in samples[dtype]], [s.response_ids for s in samples[dtype]])
-        return time.perf_counter() - t0
+        with computing_in(trainer, dtype, fp32_side):
+            t0 = time.perf_counter()
+            trainer.context.score([s.prompt_ids for s in samples[dtype]], [s.response_ids for s in samples[dtype]])
+            return time.perf_counter() - t0
 
     out = summary(interleaved(run, repeats))
     say("scoring pass (SEED's re-scoring pass)", out)
@@ -281,7 +315,7 @@ def iteration_part(trainers: dict, repeats: int) -> dict:
 
 
 def main(argv=None) -> int:
-    args = parse_args(argv)
+    args = parse_args_checked(argv)
     import torch
 
     flags = cpu_flags()
@@ -289,11 +323,21 @@ def main(argv=None) -> int:
     result: dict = {"model": args.model, "cpu": flags, "repeats": args.repeats, "tokens": args.tokens,
                     "loadavg_before": os.getloadavg()}
     out = Path(tempfile.mkdtemp(prefix="bf16_speed_"))
-    trainers = {}
-    for dtype in DTYPES:
+    trainers, fp32_side = {}, None
+    for dtype in DTYPES[::-1] if args.shared_trainer else DTYPES:
         args.dtype = dtype
+        if args.shared_trainer and trainers:
+            trainers[dtype] = trainers["bf16"]
+            continue
         trainers[dtype] = update_speed.make_trainer(args, "grpo", out / dtype)
     result["dtypes"] = {d: update_speed.ran_dtype(t) for d, t in trainers.items()}
+    if args.shared_trainer:
+        from seedbench.models.weights import frozen_copy
+
+        result["dtypes"]["fp32"] = "float32"
+        result["shared_trainer"] = True
+        policy = trainers["bf16"].policy  # its loaded weights are the reference weights
+        fp32_side = {"ref_model": None if policy.ref_model is None else frozen_copy(policy.model, torch.float32)}
     print(f"dtypes ran: fp32 side {result['dtypes']['fp32']}, bf16 side {result['dtypes']['bf16']}", flush=True)
     model = trainers["fp32"].policy.model
     gemm_rate = None
@@ -307,12 +351,12 @@ def main(argv=None) -> int:
     if {"update", "scoring"} & set(args.parts):
         batch = update_speed.record_batch(trainers["fp32"], update_speed.batch_path(args))
     if "update" in args.parts:
-        result["update"] = update_part(args, trainers, batch, args.repeats, gemm_rate)
+        result["update"] = update_part(args, trainers, batch, args.repeats, gemm_rate, fp32_side)
     if "scoring" in args.parts:
-        result["scoring"] = scoring_part(trainers, batch, args.repeats)
+        result["scoring"] = scoring_part(trainers, batch, args.repeats, fp32_side)
     if "iteration" in args.parts:
         result["iteration"] = iteration_part(trainers, args.repeats)
-    for trainer in trainers.values():
+    for trainer in {id(t): t for t in trainers.values()}.values():
         trainer.close()
     result["loadavg_after"] = os.getloadavg()
     print(f"load average {result['loadavg_before'][0]:.2f} -> {result['loadavg_after'][0]:.2f}; "
