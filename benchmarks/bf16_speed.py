@@ -11,7 +11,9 @@ load average printed next to it: on a shared machine only ratios measured side b
 * ``hf``: a plain transformers forward + backward (and forward alone) of 2 × ``--tokens // 2`` tokens,
   bf16 = autocast over fp32 weights, as the trainer runs it;
 * ``update``: seedbench's update on the README quick start's recorded batch (`update_speed.py` records
-  it), plain and optimised, one trainer per dtype (``model.dtype`` pinned), and its achieved FLOP/s as a
+  it), plain and optimised, one trainer per dtype (``model.dtype`` pinned), three sides interleaved: fp32,
+  bf16 autocast over the fp32 weights (``bf16``) and the bf16 compute copy (``param_copy``,
+  ``model.bf16_compute=param_copy`` on the bf16 trainer), wall and process CPU seconds, and its achieved FLOP/s as a
   share of the bf16 GEMM rate measured above (the mean over the ``--tokens``-row shapes): FLOPs = 2 × non-embedding parameters per token of every
   forward it runs (the layout's tokens, padding included) + 4 × per token of every backward, plus the
   vocabulary projection of the scored columns (attention's score products are left out: an undercount);
@@ -25,6 +27,7 @@ tiny test model always computes in fp32 (exact tests), so ``--model tiny`` exerc
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import os
 import random
@@ -39,6 +42,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import update_speed  # noqa: E402  (a sibling script: the recorded batch and the timed update)
 
 DTYPES = ("fp32", "bf16")
+UPDATE_SIDES = ("fp32", "bf16", "param_copy")
+"""The update part's sides: ``bf16`` = autocast over fp32 weights, ``param_copy`` = the bf16 compute copy."""
 PARTS = ("gemm", "hf", "update", "scoring", "iteration")
 DEFAULT_PARTS = ("gemm", "hf", "update", "scoring")
 CPU_FLAGS = ("amx_bf16", "amx_tile", "avx512_bf16", "avx512f", "avx2")
@@ -48,7 +53,37 @@ def parse_args(argv=None):
     p = update_speed.replay_parser(__doc__, "timed pairs per part", 2, "benchmarks/results/bf16_speed.json")
     p.add_argument("--tokens", type=int, default=848, help="rows of the GEMMs and tokens of the HF forward")
     p.add_argument("--parts", nargs="+", default=list(DEFAULT_PARTS), choices=PARTS)
+    p.add_argument("--shared-trainer", action="store_true",
+                   help="one bf16 trainer for both dtypes (half the memory): the fp32 sides set its compute dtype "
+                        "to fp32 and swap in an fp32 KL reference, as an fp32 trainer holds; not with 'iteration'")
     return p.parse_args(argv)
+
+
+def parse_args_checked(argv=None):
+    args = parse_args(argv)
+    if args.shared_trainer and "iteration" in args.parts:
+        raise SystemExit("bf16_speed.py: --shared-trainer times no whole iteration (its engine generates in bf16); "
+                         "drop 'iteration' from --parts")
+    return args
+
+
+@contextlib.contextmanager
+def computing_in(trainer, dtype: str, fp32_side: dict | None = None):
+    """`trainer` computing its update and scoring passes in `dtype` (``--shared-trainer``): for fp32 the
+    compute dtype and the fp32 KL reference (``fp32_side["ref_model"]``) an fp32 trainer would hold.
+    Without `fp32_side` (one trainer per dtype) nothing changes."""
+    import torch
+
+    if fp32_side is None or dtype != "fp32":
+        yield
+        return
+    policy = trainer.policy
+    saved = policy.compute_dtype, policy.ref_model
+    policy.compute_dtype, policy.ref_model = torch.float32, fp32_side["ref_model"]
+    try:
+        yield
+    finally:
+        policy.compute_dtype, policy.ref_model = saved
 
 
 def cpu_flags() -> dict:
@@ -71,15 +106,16 @@ def cpu_flags() -> dict:
             "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY", "(runtime default)")}
 
 
-def interleaved(run, repeats: int, warm_up: bool = True) -> dict[str, list[float]]:
-    """`run(dtype)` → seconds, for both dtypes, alternating which goes first; one untimed call each first
-    (`warm_up`; the update and the iteration, minutes each, go without: their first call is timed)."""
-    for dtype in DTYPES if warm_up else ():
-        run(dtype)
-    times: dict[str, list[float]] = {dtype: [] for dtype in DTYPES}
+def interleaved(run, repeats: int, warm_up: bool = True, sides=DTYPES) -> dict[str, list[float]]:
+    """`run(side)` → seconds, for every side (both dtypes by default), alternating the order; one untimed
+    call each first (`warm_up`; the update and the iteration, minutes each, go without: their first call
+    is timed)."""
+    for side in sides if warm_up else ():
+        run(side)
+    times: dict[str, list[float]] = {side: [] for side in sides}
     for repeat in range(repeats):
-        for dtype in DTYPES if repeat % 2 == 0 else DTYPES[::-1]:
-            times[dtype].append(run(dtype))
+        for side in sides if repeat % 2 == 0 else sides[::-1]:
+            times[side].append(run(side))
     return times
 
 
@@ -87,6 +123,9 @@ def summary(times: dict[str, list[float]], flops: float | None = None) -> dict:
     median = {dtype: statistics.median(values) for dtype, values in times.items()}
     out = {"seconds": times, "median_s": median, "bf16_speedup": median["fp32"] / median["bf16"],
            "loadavg": os.getloadavg()[0]}
+    if "param_copy" in median:
+        out["param_copy_speedup"] = median["fp32"] / median["param_copy"]
+        out["param_copy_vs_autocast"] = median["bf16"] / median["param_copy"]
     if flops is not None:
         out["gflop"] = flops / 1e9
         out["gflop_per_s"] = {dtype: flops / 1e9 / value for dtype, value in median.items()}
@@ -195,49 +234,68 @@ def update_flops(trainer, samples, settings: dict) -> float:
     return flops + passes * scoring_pass()
 
 
-def update_part(args, trainers: dict, batch, repeats: int, gemm_rate: float | None) -> dict:
+def update_part(args, trainers: dict, batch, repeats: int, gemm_rate: float | None, fp32_side=None) -> dict:
     trajectories, rewards = batch
     prepared = {d: t.agent.prepare(trajectories, rewards, 1) for d, t in trainers.items()}
     for value in prepared.values():
         update_speed.active_advantages(value)
-    initial = {d: {k: v.detach().clone() for k, v in t.policy.model.state_dict().items()} for d, t in trainers.items()}
+    weights = {id(t): {k: v.detach().clone() for k, v in t.policy.model.state_dict().items()} for t in trainers.values()}
+    initial = {d: weights[id(t)] for d, t in trainers.items()}  # one copy per trainer (--shared-trainer: one)
     out = {}
     for name, settings in update_speed.VARIANTS.items():
-        cpu: dict[str, list[float]] = {dtype: [] for dtype in DTYPES}
+        cpu: dict[str, list[float]] = {side: [] for side in UPDATE_SIDES}
 
-        def run(dtype, settings=settings, cpu=cpu):
-            seconds, _, metrics = update_speed.timed_update(trainers[dtype], initial[dtype], prepared[dtype],
-                                                            trajectories, settings)
-            cpu[dtype].append(metrics["cpu_s"])
+        def run(side, settings=settings, cpu=cpu):
+            dtype = "bf16" if side == "param_copy" else side
+            policy = trainers[dtype].policy
+            policy.bf16_compute = "param_copy" if side == "param_copy" else "autocast"
+            with computing_in(trainers[dtype], dtype, fp32_side):
+                seconds, _, metrics = update_speed.timed_update(trainers[dtype], initial[dtype], prepared[dtype],
+                                                                trajectories, settings)
+            policy.bf16_compute = "autocast"
+            cpu[side].append(metrics["cpu_s"])
             return seconds
 
         flops = update_flops(trainers["fp32"], prepared["fp32"].samples, settings)
-        out[name] = summary(interleaved(run, repeats, warm_up=False), flops)
+        out[name] = summary(interleaved(run, repeats, warm_up=False, sides=UPDATE_SIDES), flops)
         # this process's CPU seconds: on a shared machine less sensitive to the other jobs than the wall clock
         out[name]["cpu_seconds"] = cpu
-        out[name]["bf16_cpu_speedup"] = statistics.median(cpu["fp32"]) / statistics.median(cpu["bf16"])
+        median_cpu = {side: statistics.median(values) for side, values in cpu.items()}
+        out[name]["bf16_cpu_speedup"] = median_cpu["fp32"] / median_cpu["bf16"]
+        out[name]["param_copy_cpu_speedup"] = median_cpu["fp32"] / median_cpu["param_copy"]
+        out[name]["param_copy_vs_autocast_cpu"] = median_cpu["bf16"] / median_cpu["param_copy"]
         if gemm_rate:
             out[name]["bf16_share_of_bf16_gemm_rate"] = out[name]["gflop_per_s"]["bf16"] / gemm_rate
+            out[name]["param_copy_share_of_bf16_gemm_rate"] = out[name]["gflop_per_s"]["param_copy"] / gemm_rate
         say(f"seedbench update, {name}", out[name])
-        print(f"    CPU seconds fp32 {statistics.median(cpu['fp32']):.1f}, bf16 {statistics.median(cpu['bf16']):.1f}: "
-              f"x{out[name]['bf16_cpu_speedup']:.2f}")
+        m = out[name]["median_s"]
+        print(f"    wall s: fp32 {m['fp32']:.1f}, bf16 autocast {m['bf16']:.1f}, bf16 param_copy {m['param_copy']:.1f}; "
+              f"fp32/autocast x{out[name]['bf16_speedup']:.2f}, fp32/param_copy x{out[name]['param_copy_speedup']:.2f}, "
+              f"autocast/param_copy x{out[name]['param_copy_vs_autocast']:.2f}")
+        print(f"    CPU s:  fp32 {median_cpu['fp32']:.1f}, bf16 autocast {median_cpu['bf16']:.1f}, "
+              f"bf16 param_copy {median_cpu['param_copy']:.1f}; fp32/autocast x{out[name]['bf16_cpu_speedup']:.2f}, "
+              f"fp32/param_copy x{out[name]['param_copy_cpu_speedup']:.2f}, "
+              f"autocast/param_copy x{out[name]['param_copy_vs_autocast_cpu']:.2f}")
         if gemm_rate:
-            print(f"    achieved {out[name]['gflop_per_s']['bf16']:.0f} GFLOP/s in bf16 = "
-                  f"{100 * out[name]['bf16_share_of_bf16_gemm_rate']:.1f} % of the bf16 GEMM rate ({gemm_rate:.0f})")
+            print(f"    achieved {out[name]['gflop_per_s']['bf16']:.0f} GFLOP/s in bf16 autocast, "
+                  f"{out[name]['gflop_per_s']['param_copy']:.0f} with the param copy = "
+                  f"{100 * out[name]['bf16_share_of_bf16_gemm_rate']:.1f} / "
+                  f"{100 * out[name]['param_copy_share_of_bf16_gemm_rate']:.1f} % of the bf16 GEMM rate ({gemm_rate:.0f})")
     for dtype, trainer in trainers.items():
         trainer.policy.model.load_state_dict(initial[dtype])
     return out
 
 
-def scoring_part(trainers: dict, batch, repeats: int) -> dict:
+def scoring_part(trainers: dict, batch, repeats: int, fp32_side=None) -> dict:
     trajectories, rewards = batch
     samples = {d: t.agent.prepare(trajectories, rewards, 1).samples for d, t in trainers.items()}
 
     def run(dtype):
         trainer = trainers[dtype]
-        t0 = time.perf_counter()
-        trainer.context.score([s.prompt_ids for s in samples[dtype]], [s.response_ids for s in samples[dtype]])
-        return time.perf_counter() - t0
+        with computing_in(trainer, dtype, fp32_side):
+            t0 = time.perf_counter()
+            trainer.context.score([s.prompt_ids for s in samples[dtype]], [s.response_ids for s in samples[dtype]])
+            return time.perf_counter() - t0
 
     out = summary(interleaved(run, repeats))
     say("scoring pass (SEED's re-scoring pass)", out)
@@ -257,7 +315,7 @@ def iteration_part(trainers: dict, repeats: int) -> dict:
 
 
 def main(argv=None) -> int:
-    args = parse_args(argv)
+    args = parse_args_checked(argv)
     import torch
 
     flags = cpu_flags()
@@ -265,11 +323,21 @@ def main(argv=None) -> int:
     result: dict = {"model": args.model, "cpu": flags, "repeats": args.repeats, "tokens": args.tokens,
                     "loadavg_before": os.getloadavg()}
     out = Path(tempfile.mkdtemp(prefix="bf16_speed_"))
-    trainers = {}
-    for dtype in DTYPES:
+    trainers, fp32_side = {}, None
+    for dtype in DTYPES[::-1] if args.shared_trainer else DTYPES:
         args.dtype = dtype
+        if args.shared_trainer and trainers:
+            trainers[dtype] = trainers["bf16"]
+            continue
         trainers[dtype] = update_speed.make_trainer(args, "grpo", out / dtype)
     result["dtypes"] = {d: update_speed.ran_dtype(t) for d, t in trainers.items()}
+    if args.shared_trainer:
+        from seedbench.models.weights import frozen_copy
+
+        result["dtypes"]["fp32"] = "float32"
+        result["shared_trainer"] = True
+        policy = trainers["bf16"].policy  # its loaded weights are the reference weights
+        fp32_side = {"ref_model": None if policy.ref_model is None else frozen_copy(policy.model, torch.float32)}
     print(f"dtypes ran: fp32 side {result['dtypes']['fp32']}, bf16 side {result['dtypes']['bf16']}", flush=True)
     model = trainers["fp32"].policy.model
     gemm_rate = None
@@ -283,12 +351,12 @@ def main(argv=None) -> int:
     if {"update", "scoring"} & set(args.parts):
         batch = update_speed.record_batch(trainers["fp32"], update_speed.batch_path(args))
     if "update" in args.parts:
-        result["update"] = update_part(args, trainers, batch, args.repeats, gemm_rate)
+        result["update"] = update_part(args, trainers, batch, args.repeats, gemm_rate, fp32_side)
     if "scoring" in args.parts:
-        result["scoring"] = scoring_part(trainers, batch, args.repeats)
+        result["scoring"] = scoring_part(trainers, batch, args.repeats, fp32_side)
     if "iteration" in args.parts:
         result["iteration"] = iteration_part(trainers, args.repeats)
-    for trainer in trainers.values():
+    for trainer in {id(t): t for t in trainers.values()}.values():
         trainer.close()
     result["loadavg_after"] = os.getloadavg()
     print(f"load average {result['loadavg_before'][0]:.2f} -> {result['loadavg_after'][0]:.2f}; "

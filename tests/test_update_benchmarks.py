@@ -109,6 +109,9 @@ def test_bf16_speed_prints_every_part_in_both_dtypes(tmp_path, capsys):
         assert all(len(v) == 1 and v[0] > 0 for v in part["seconds"].values())
         assert part["bf16_speedup"] == pytest.approx(part["median_s"]["fp32"] / part["median_s"]["bf16"])
     plain, optimised = result["update"]["plain"], result["update"]["optimised"]
+    for part in (plain, optimised):  # the update's third side: the bf16 compute copy, wall and CPU seconds
+        assert set(part["seconds"]) == set(part["cpu_seconds"]) == {"fp32", "bf16", "param_copy"}
+        assert part["param_copy_vs_autocast"] == pytest.approx(part["median_s"]["bf16"] / part["median_s"]["param_copy"])
     assert plain["gflop"] > optimised["gflop"] > 0  # the optimised update skips the π_old pass and the padding
     assert optimised["bf16_share_of_bf16_gemm_rate"] == pytest.approx(
         optimised["gflop_per_s"]["bf16"] / result["bf16_gemm_gflop_per_s"])

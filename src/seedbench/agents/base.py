@@ -157,14 +157,16 @@ class AgentContext:
             return 1.0
         return temperature
 
-    def score(self, prompts: list[list[int]], responses: list[list[int]], model: Any = None) -> list[list[float]]:
+    def score(self, prompts: list[list[int]], responses: list[list[int]], model: Any = None,
+              autocast_factory: Any = None) -> list[list[float]]:
         """Log-probs of `responses` under `prompts` with the current weights (or `model`), no grad, at
-        `score_temperature`."""
+        `score_temperature`, under the policy's autocast (or `autocast_factory`'s region)."""
         from seedbench.models.scoring import score_responses
 
         p, optim = self.policy, self.config.optim
         return score_responses(model or p.model, prompts, responses, p.tokenizer.pad_token_id, p.device,
-                               optim.log_prob_micro_batch_size or optim.micro_batch_size, autocast_factory=p.autocast,
+                               optim.log_prob_micro_batch_size or optim.micro_batch_size,
+                               autocast_factory=autocast_factory or p.autocast,
                                temperature=self.score_temperature, packing=optim.packing)
 
 

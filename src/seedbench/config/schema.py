@@ -94,6 +94,15 @@ class ModelConfig:
     dtype: DType = "auto"
     """``auto`` = bf16 on CUDA and on CPUs with native bf16 (AVX-512-BF16/AMX), else fp32 (emulated bf16
     is slower than fp32 on a CPU without it, docs/performance.md "bf16 on CPU")."""
+    bf16_compute: Literal["autocast", "param_copy"] = "autocast"
+    """How training passes compute where the compute dtype (``dtype``) is bf16; fp32 and fp16 runs ignore it.
+    Master weights and AdamW state stay fp32 either way. ``autocast``: the fp32 model under bf16 autocast
+    (every linear layer casts its weight and input, and its gradients back). ``param_copy``: a bf16 copy of
+    the model, refreshed from the master weights once per optimizer step, runs each forward and backward
+    with autocast off; its gradients are added into the fp32 master gradients after every micro-batch (verl's
+    FSDP ``MixedPrecision(param_dtype=bf16)``; `seedbench.models.compute_copy`). Both the RL update and the
+    SFT commands. Not with ``distributed.strategy=fsdp`` (use ``ddp``); figures in docs/performance.md,
+    "bf16 on CPU"."""
     lora_rank: NonNegativeInt = 0
     """0 = full fine-tune; >0 = LoRA adapters of this rank on all linear layers (peft)."""
     lora_alpha: Count = 32

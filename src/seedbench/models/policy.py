@@ -38,6 +38,20 @@ class Policy:
     lora: bool = False
     compute_dtype: Any = None
     """Dtype of forward passes (autocast) and of the generation copy; master weights stay fp32."""
+    bf16_compute: str = "autocast"
+    """``model.bf16_compute``: how training passes run in bf16 (autocast, or the `compute_copy`)."""
+    _compute_copy: Any = None
+
+    def compute_copy(self):
+        """The bf16 compute copy of the model (`seedbench.models.compute_copy`) where ``model.bf16_compute``
+        is ``param_copy`` and the compute dtype bf16, made on first use; None otherwise (autocast runs)."""
+        from seedbench.models.compute_copy import ComputeCopy, wants_compute_copy
+
+        if not wants_compute_copy(self.bf16_compute, self.compute_dtype):
+            return None
+        if self._compute_copy is None or self._compute_copy.master is not self.model:
+            self._compute_copy = ComputeCopy(self.model, self.compute_dtype)
+        return self._compute_copy
 
     def autocast(self):
         import torch
@@ -148,7 +162,8 @@ def load_policy(config: ModelConfig, *, need_reference: bool = True, seed: int =
     if freeze and not lora:
         freeze_vision_tower(model)
     return Policy(model=model, tokenizer=tokenizer, ref_model=ref_model, device=device, name=name,
-                  checksum=checksum, source=source, lora=lora, compute_dtype=dtype)
+                  checksum=checksum, source=source, lora=lora, compute_dtype=dtype,
+                  bf16_compute=config.bf16_compute)
 
 
 def save_policy(policy: Policy, path: Path) -> None:

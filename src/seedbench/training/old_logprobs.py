@@ -32,7 +32,7 @@ class Scored:
         self.check_metrics: dict[str, float] = {}
 
     def before_update(self) -> None:
-        self.logp = self.update.context.score(self.batch.prompts, self.batch.responses)
+        self.logp = self.update.score_current(self.batch.prompts, self.batch.responses)
         self.update.log_token_signals(self.batch, self.logp)
         self.check_metrics = self.update.check_logprobs(self.batch, self.logp)
 
@@ -84,7 +84,7 @@ class FromEngine(Scored):
             return result
         update.say(f"seedbench: WARNING iteration {batch.done + 1}: {check.message()}; "
                    "optim.old_logprobs=engine falls back to a scoring pass")
-        self.logp, self.from_engine = update.context.score(batch.prompts, batch.responses), False  # not stepped yet
+        self.logp, self.from_engine = update.score_current(batch.prompts, batch.responses), False  # not stepped yet
         update.policy.model.train()
         return rerun()
 

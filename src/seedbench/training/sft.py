@@ -13,6 +13,10 @@ more than the transformer itself on a CPU.
 Precision follows the run's compute dtype (`Policy.compute_dtype`, from ``model.dtype``): where that is
 bf16 (CUDA, or a CPU with AVX-512-BF16/AMX under ``auto``) the forward and backward run under bf16
 autocast while the master weights and the AdamW state stay fp32, as in the RL update; fp32 otherwise.
+With ``model.bf16_compute=param_copy`` the training forwards and backwards run on the policy's bf16 compute
+copy instead (`seedbench.models.compute_copy`: refreshed once per optimizer step, its gradients added into
+the fp32 master gradients after every backward), the Trainer's own autocast off; validation passes keep
+bf16 autocast over the master weights.
 """
 
 from __future__ import annotations
@@ -55,8 +59,23 @@ def mixed_precision(policy: Any) -> dict[str, bool]:
     default."""
     import torch
 
+    from seedbench.models.compute_copy import wants_compute_copy
+
     dtype = policy.compute_dtype
+    if wants_compute_copy(policy.bf16_compute, dtype):  # the compute copy is bf16 itself: no Trainer autocast
+        return {"bf16": False, "fp16": False}
     return {"bf16": dtype == torch.bfloat16, "fp16": dtype == torch.float16}
+
+
+def precision_name(policy: Any) -> str:
+    """How the fine-tune computes, as printed and recorded (``precision``)."""
+    import torch
+
+    from seedbench.models.compute_copy import wants_compute_copy
+
+    if wants_compute_copy(policy.bf16_compute, policy.compute_dtype):
+        return "bf16 param copy"
+    return {torch.bfloat16: "bf16 autocast", torch.float16: "fp16 autocast"}.get(policy.compute_dtype, "fp32")
 
 
 def fine_tune(policy: Any, train_rows: list[dict], val_rows: list[dict], settings: SFTSettings, out: Path) -> dict:
@@ -101,7 +120,7 @@ def fine_tune(policy: Any, train_rows: list[dict], val_rows: list[dict], setting
     shutil.rmtree(work, ignore_errors=True)  # save_strategy="no": nothing in it worth keeping
     step_losses = [r["loss"] for r in log if "loss" in r]
     final = float(sum(step_losses[-5:]) / len(step_losses[-5:])) if step_losses else None
-    name = "bf16 autocast" if precision["bf16"] else "fp16 autocast" if precision["fp16"] else "fp32"
+    name = precision_name(policy)
     print(f"seedbench: {settings.label}: {len(train_rows)} train / {len(val_rows)} val examples, "
           f"{trainer.state.global_step} steps ({name}, {train_s:.0f} s), train loss {result.training_loss:.4f}"
           + (f", final {final:.4f}" if final is not None else "")
@@ -127,17 +146,40 @@ def split_rows(input_ids, labels, attention_mask) -> tuple[list[list[int]], list
 def _answer_loss_trainer(base: type, policy: Any) -> type:
     """`base` (TRL's `SFTTrainer`) with the loss computed on the answer positions only: the mean
     negative log-likelihood of the answer tokens (over the optimiser step's answer tokens when the
-    Trainer counts them across gradient accumulation)."""
+    Trainer counts them across gradient accumulation). Training passes run on the policy's bf16 compute
+    copy where it has one (``model.bf16_compute=param_copy``), refreshed when the optimizer has stepped."""
+    import contextlib
+
+    import torch
+
     from seedbench.models.scoring import forward_logprobs
 
     class AnswerLossTrainer(base):
+        refreshed_at: int | None = None
+        """The optimizer step whose weights the compute copy holds."""
+
         def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
             prompts, answers = split_rows(inputs["input_ids"], inputs["labels"], inputs["attention_mask"])
+            compute = policy.compute_copy() if torch.is_grad_enabled() else None  # validation: autocast, no copy
+            autocast = policy.autocast()
+            if compute is not None:
+                if self.refreshed_at != self.state.global_step:
+                    compute.refresh()
+                    self.refreshed_at = self.state.global_step
+                compute.follow_mode()
+                model, autocast = compute.model, contextlib.nullcontext()
             logp, _, mask = forward_logprobs(model, prompts, answers, policy.tokenizer.pad_token_id,
-                                             inputs["input_ids"].device, autocast=policy.autocast())
+                                             inputs["input_ids"].device, autocast=autocast)
             count = num_items_in_batch if num_items_in_batch is not None else mask.sum().clamp(min=1)
             loss = -logp.sum() / count
             return (loss, None) if return_outputs else loss
+
+        def training_step(self, *args, **kwargs):
+            loss = super().training_step(*args, **kwargs)
+            compute = policy.compute_copy()
+            if compute is not None:
+                compute.move_grads()  # into the fp32 master .grad, which the Trainer clips and steps
+            return loss
 
     return AnswerLossTrainer
 

@@ -10,6 +10,7 @@ equals the one-process token-mean step on the same samples.
 
 from __future__ import annotations
 
+import contextlib
 import random
 from dataclasses import dataclass
 from typing import Callable
@@ -118,10 +119,13 @@ class PolicyUpdate:
         self.optimizer.zero_grad(set_to_none=True)
         sums: dict[str, float] = {}
         current: dict[int, list[float]] = {}
+        compute = self.policy.compute_copy()  # model.bf16_compute=param_copy: bf16 weights, no autocast
+        if compute is not None:
+            compute.refresh()  # the weights of the last optimizer step, before this mini-batch's first forward
         # One autocast region around the mini-batch: autocast keeps its low-precision casts of the weights
         # until its outermost region exits, so every micro-batch's forward reuses the first one's (the
         # weights change only at the optimizer step, after this). Loss and backward run with autocast off.
-        with self.policy.autocast():
+        with self.policy.autocast() if compute is None else contextlib.nullcontext():
             for micro_start in range(0, len(mini), cfg.micro_batch_size):
                 micro = mini[micro_start : micro_start + cfg.micro_batch_size]
                 mb = self.micro_batch(micro, samples, old_logp, ref_logp, want_entropy, update_info,
@@ -129,6 +133,8 @@ class PolicyUpdate:
                 with self.policy.autocast_off():
                     loss_sum, metric_sums = self.agent.loss(mb)  # weighted for optim.loss_agg_mode (MiniBatch.loss_weight)
                     (loss_sum / tokens).backward()
+                if compute is not None:
+                    compute.move_grads()  # into the fp32 master .grad, where clipping and AdamW find them
                 sums["train/loss"] = sums.get("train/loss", 0.0) + float(loss_sum.detach())
                 for key, value in metric_sums.items():
                     sums[key] = sums.get(key, 0.0) + float(value)
@@ -145,8 +151,9 @@ class PolicyUpdate:
         policy, cfg = self.policy, self.config.optim
         prompts = [samples[i].prompt_ids for i in indices]
         responses = [samples[i].response_ids for i in indices]
-        logp, entropy, mask = forward_logprobs(policy.model, prompts, responses, policy.tokenizer.pad_token_id,
-                                               policy.device, with_entropy=want_entropy, autocast=policy.autocast(),
+        model, autocast = self.training_model()
+        logp, entropy, mask = forward_logprobs(model, prompts, responses, policy.tokenizer.pad_token_id,
+                                               policy.device, with_entropy=want_entropy, autocast=autocast,
                                                temperature=self.context.score_temperature, packing=cfg.packing)
 
         def padded(rows):
@@ -171,6 +178,23 @@ class PolicyUpdate:
                  for i in indices]),
             rollout_is=cfg.rollout_is, rollout_is_cap=cfg.rollout_is_cap,
         )
+
+    def training_model(self):
+        """(module, autocast region) of the update's forwards: the bf16 compute copy without autocast
+        (``model.bf16_compute=param_copy``), else the master model under the policy's autocast."""
+        compute = self.policy.compute_copy()
+        if compute is None:
+            return self.policy.model, self.policy.autocast()
+        return compute.model, contextlib.nullcontext()
+
+    def score_current(self, prompts: list[list[int]], responses: list[list[int]]) -> list[list[float]]:
+        """π_old: the current weights' log-probs, no grad, computed as the loss forwards compute them (on
+        the refreshed compute copy where there is one, so that an unchanged policy's ratio is 1)."""
+        compute = self.policy.compute_copy()
+        if compute is None:
+            return self.context.score(prompts, responses)
+        compute.refresh()
+        return self.context.score(prompts, responses, model=compute.model, autocast_factory=contextlib.nullcontext)
 
     def _engine_logprobs(self, batch: UpdateBatch) -> list[list[float] | None]:
         """Each sample's engine log-probs for ``optim.rollout_is`` (None: not an unchanged rollout step)."""
