@@ -3,7 +3,8 @@ weights kept.
 
 Under autocast every linear layer casts its fp32 input to bf16 in the forward, and the backward casts its
 gradients back; on a CPU those casts are a large share of an update (docs/performance.md, "bf16 on CPU").
-The copy instead holds the weights in the compute dtype outright, as verl's FSDP ``MixedPrecision(param_dtype=bf16, reduce_dtype=fp32)`` does:
+The copy instead holds the weights in the compute dtype outright, as verl's FSDP
+``MixedPrecision(param_dtype=bf16, reduce_dtype=fp32)`` does:
 
 - `refresh` casts the master weights into the copy; the update calls it once per optimizer step, before a
   mini-batch's first forward, so every forward sees the latest step;
