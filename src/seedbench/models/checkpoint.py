@@ -51,7 +51,10 @@ def remembered_checksum_dir(path: Path) -> str:
     ``cache_dir("checksums")`` against the hashed files' names, sizes and modification times: a multi-GB
     folder is read once, not at every load, and hashed again as soon as any of its files changes."""
     path = path.resolve()
-    stamps = [[f.name, f.stat().st_size, f.stat().st_mtime_ns] for f in _hashed_files(path)]
+    stamps = []
+    for file in _hashed_files(path):
+        stat = file.stat()
+        stamps.append([file.name, stat.st_size, stat.st_mtime_ns])
     memo = cache_dir("checksums") / (hashlib.sha256(str(path).encode()).hexdigest()[:32] + ".json")
     remembered, _ = read_json_checked(memo)  # missing or damaged: {} and hashed again
     if remembered.get("path") == str(path) and remembered.get("files") == stamps:

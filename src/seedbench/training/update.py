@@ -125,7 +125,8 @@ class PolicyUpdate:
         # One autocast region around the mini-batch: autocast keeps its low-precision casts of the weights
         # until its outermost region exits, so every micro-batch's forward reuses the first one's (the
         # weights change only at the optimizer step, after this). Loss and backward run with autocast off.
-        with self.policy.autocast() if compute is None else contextlib.nullcontext():
+        _, region = self.training_model()
+        with region:
             for micro_start in range(0, len(mini), cfg.micro_batch_size):
                 micro = mini[micro_start : micro_start + cfg.micro_batch_size]
                 mb = self.micro_batch(micro, samples, old_logp, ref_logp, want_entropy, update_info,
