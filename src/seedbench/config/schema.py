@@ -145,6 +145,14 @@ class RolloutConfig:
     """Max sequences per `generate` call (memory bound)."""
     reward: Literal["return", "success"] = "return"
     """Episode reward: ``return`` (sum of env rewards; ALFWorld 10·won) or ``success`` (1·won)."""
+    filter_groups: bool = False
+    """Dynamic sampling (DAPO; verl's ``algorithm.filter_groups``): drop the groups whose episodes all earned the
+    same `reward` (GRPO advantage 0) and roll out more tasks until `tasks_per_batch` groups disagree, at most
+    `max_rollout_batches` rollouts per update (`seedbench.rollout.group_filter`). Off in SEED's and SDAR's
+    recipes. One process only."""
+    max_rollout_batches: Count = 3
+    """With `filter_groups`: rollouts of `tasks_per_batch` tasks per update at most (verl's
+    ``max_num_gen_batches``); when they leave the batch short, the update uses the groups found."""
     scheduler: Literal["auto", "lockstep", "continuous"] = "auto"
     """``lockstep`` (all active episodes step together, `seedbench.rollout.lockstep`), ``continuous`` (each episode
     advances as soon as its own env step returns, `seedbench.rollout.continuous`) or ``auto`` (continuous when

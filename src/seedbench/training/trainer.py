@@ -19,9 +19,10 @@ import numpy as np
 import torch
 
 from seedbench.agents.base import PreparedUpdate
-from seedbench.config import RunConfig, other_agents_algo_keys, to_dict, validate_config
+from seedbench.config import ConfigError, RunConfig, other_agents_algo_keys, to_dict, validate_config
 from seedbench.progress import progress_bar
-from seedbench.rollout.types import TaskRef, Trajectory
+from seedbench.rollout.group_filter import sample_informative_groups
+from seedbench.rollout.types import RolloutStats, TaskRef, Trajectory
 from seedbench.tracking import open_tracker
 from seedbench.training import parallel
 from seedbench.training.build import build_run, open_run_dir
@@ -47,6 +48,9 @@ class Trainer:
         validate_config(config)  # every field and cross-field check, before anything is written or loaded
         self.config = config
         self.dist = parallel.from_environment(config.distributed.strategy)  # one process or one rank of a group
+        if config.rollout.filter_groups and self.dist.world_size > 1:
+            raise ConfigError(f"rollout.filter_groups runs in one process, not {self.dist.world_size} ranks; "
+                              "set rollout.filter_groups=false or run without torchrun")
         foreign = other_agents_algo_keys(config)
         if foreign:
             self._say(f"note: {', '.join('algo.' + k for k in foreign)} belong to other agents than "
@@ -85,8 +89,9 @@ class Trainer:
     def optimizer(self, optimizer: torch.optim.Optimizer) -> None:
         self.updater.optimizer = optimizer
 
-    def _train_tasks(self, iteration: int) -> list[TaskRef]:
-        rng = np.random.default_rng([self.config.seed, iteration])
+    def _train_tasks(self, iteration: int, batch: int = 0) -> list[TaskRef]:
+        """The tasks of an update's rollout `batch` (more than batch 0 only with `rollout.filter_groups`)."""
+        rng = np.random.default_rng([self.config.seed, iteration] + ([batch] if batch else []))
         split = self.env.splits[0]
         return [TaskRef(split, int(s)) for s in rng.integers(0, 2**31 - 1, size=self.config.rollout.tasks_per_batch)]
 
@@ -116,13 +121,7 @@ class Trainer:
     def iteration(self, iteration: int) -> dict[str, float]:
         cfg = self.config
         t_start = time.perf_counter()
-        tasks = self._train_tasks(iteration)
-        with progress_bar(total=self.max_steps, desc=f"iter {iteration} rollout", unit="step") as bar:
-            trajectories, rstats = self.run_episodes(
-                self.train_envs, self.env, self.engine, self.policy.tokenizer, tasks,
-                group_size=cfg.rollout.group_size, params=self.sampling, history_length=self.history_length,
-                max_steps=self.max_steps, episode_prefix=f"it{iteration}-", progress=bar,
-                transform_prompt=self.agent.transform_prompt)
+        trajectories, rstats, filter_metrics = self._rollout(iteration)
         kept = [t for t in trajectories if not t.dropped]
         t_prepare = time.perf_counter()
         prepared = self.agent.prepare(kept, episode_rewards(kept, cfg.rollout.reward), iteration)
@@ -138,13 +137,35 @@ class Trainer:
         self.counters["trajectories"] += len(trajectories)
         self.counters["env_steps"] += rstats.env_steps
         self.counters["generated_tokens"] += rstats.generated_tokens
-        metrics = {**self.counters, **rollout_metrics(trajectories, rewards), **prepared.metrics, **train_metrics,
+        metrics = {**self.counters, **rollout_metrics(trajectories, rewards), **filter_metrics, **prepared.metrics,
+                   **train_metrics,
                    **timing_metrics(rstats, t_start, t_prepare, t_update, t_end)}
         self.run_dir.log("metrics.jsonl", metrics)
         log_train_episodes(self.run_dir, trajectories, rewards, iteration)
         self._say(f"seedbench: iteration {iteration}/{cfg.iterations} success={metrics['rollout/success']:.3f} "
                   f"loss={metrics.get('train/loss', float('nan')):.4f} time={metrics['time/iteration_s']:.1f}s")
         return metrics
+
+    def _rollout(self, iteration: int) -> tuple[list[Trajectory], RolloutStats, dict[str, float]]:
+        """The update's episodes: one rollout of the iteration's tasks, or with `rollout.filter_groups` as many
+        as it takes (`seedbench.rollout.group_filter`) to fill the batch with groups that disagree."""
+        cfg = self.config
+
+        def play(batch: int) -> tuple[list[Trajectory], RolloutStats]:
+            prefix = f"it{iteration}-" if batch == 0 else f"it{iteration}b{batch}-"
+            with progress_bar(total=self.max_steps, desc=f"iter {iteration} rollout"
+                              + (f" {batch + 1}" if batch else ""), unit="step") as bar:
+                return self.run_episodes(
+                    self.train_envs, self.env, self.engine, self.policy.tokenizer, self._train_tasks(iteration, batch),
+                    group_size=cfg.rollout.group_size, params=self.sampling, history_length=self.history_length,
+                    max_steps=self.max_steps, episode_prefix=prefix, progress=bar,
+                    transform_prompt=self.agent.transform_prompt)
+
+        if not cfg.rollout.filter_groups:
+            return (*play(0), {})
+        return sample_informative_groups(play, groups_needed=cfg.rollout.tasks_per_batch,
+                                         max_batches=cfg.rollout.max_rollout_batches,
+                                         reward=lambda traj: episode_rewards([traj], cfg.rollout.reward)[0])
 
     def update(self, prepared: PreparedUpdate, trajectories: list[Trajectory] = ()) -> dict[str, float]:
         """One iteration's PPO update (`seedbench.training.update.PolicyUpdate`); `trajectories`: the
