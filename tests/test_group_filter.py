@@ -58,6 +58,7 @@ def test_when_the_rollouts_run_out_the_batch_is_filled_with_uniform_groups():
     assert metrics["rollout/filter_kept_groups"] == 1 and metrics["rollout/filter_batches"] == 2
 
 
+@pytest.mark.slow
 def test_one_tiny_grpo_iteration_with_the_filter(tmp_path):
     from seedbench.config import build_config
     from seedbench.training.rundir import read_jsonl
