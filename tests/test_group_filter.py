@@ -44,7 +44,8 @@ def test_second_rollout_fills_the_batch_and_ids_are_renumbered_in_order():
     assert [t.episode_id for t in trajectories] == ["b0-1-0", "b0-1-1", "b1-0-0", "b1-0-1"]
     assert [t.group_id for t in trajectories] == [0, 0, 1, 1]
     assert (stats.env_time_s, stats.generation_time_s, stats.generated_tokens, stats.env_steps) == (2.0, 4.0, 20, 8)
-    assert metrics == {"rollout/filter_generated_groups": 6, "rollout/filter_kept_groups": 2,
+    assert metrics == {"rollout/filter_generated_groups": 6, "rollout/filter_generated_episodes": 12,
+                       "rollout/filter_kept_groups": 2,
                        "rollout/filter_batches": 2, "rollout/filter_generated_success": 7 / 12}
 
 
@@ -75,6 +76,7 @@ def test_one_tiny_grpo_iteration_with_the_filter(tmp_path):
     episodes = [e for e in read_jsonl(tmp_path / "run" / "episodes.jsonl") if e["phase"] == "train"]
     assert len(episodes) == 8 and sorted({e["group_id"] for e in episodes}) == [0, 1]
     assert metrics["rollout/filter_generated_groups"] == 2 * metrics["rollout/filter_batches"]
+    assert metrics["trajectories"] == metrics["rollout/filter_generated_episodes"] == 8 * metrics["rollout/filter_batches"]
     spread = sum(len({e["won"] for e in episodes if e["group_id"] == g}) > 1 for g in (0, 1))
     assert metrics["rollout/filter_kept_groups"] == spread
     assert spread == 2 or metrics["rollout/filter_batches"] == 3

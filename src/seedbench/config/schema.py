@@ -149,7 +149,8 @@ class RolloutConfig:
     """Dynamic sampling (DAPO; verl's ``algorithm.filter_groups``): drop the groups whose episodes all earned the
     same `reward` (GRPO advantage 0) and roll out more tasks until `tasks_per_batch` groups disagree, at most
     `max_rollout_batches` rollouts per update (`seedbench.rollout.group_filter`). Off in SEED's and SDAR's
-    recipes. One process only."""
+    recipes. One process only. Every episode played counts in ``trajectories`` (the reports' budget axis); an
+    experiment's ``budget: {trajectories: N}`` becomes a number of updates beforehand, so such runs play more."""
     max_rollout_batches: Count = 3
     """With `filter_groups`: rollouts of `tasks_per_batch` tasks per update at most (verl's
     ``max_num_gen_batches``); when they leave the batch short, the update uses the groups found."""

@@ -42,11 +42,12 @@ def sample_informative_groups(play: Callable[[int], tuple[list[Trajectory], Roll
     """Call ``play(batch)`` for batch 0, 1, ... (at most `max_batches`) until `groups_needed` groups with a
     reward spread are collected. Returns the batch's trajectories: the first `groups_needed` such groups, then,
     if too few were found, groups without a spread in the order played; group ids renumbered 0, 1, ... in that
-    order. Also the summed rollout stats, and the ``rollout/filter_…`` counts: groups generated, groups in the
-    batch with a spread, rollout batches played, success over every generated episode."""
+    order. Also the summed rollout stats, and the ``rollout/filter_…`` counts: groups and episodes generated
+    (dropped ones included), groups in the batch with a spread, rollout batches played, success over every
+    generated episode."""
     informative: list[list[Trajectory]] = []
     uniform: list[list[Trajectory]] = []
-    stats, won, batches = RolloutStats(), [], 0
+    stats, won, played, batches = RolloutStats(), [], 0, 0
     while batches < max_batches and len(informative) < groups_needed:
         trajectories, part = play(batches)
         batches += 1
@@ -54,11 +55,13 @@ def sample_informative_groups(play: Callable[[int], tuple[list[Trajectory], Roll
         for group in groups_in_order(trajectories):
             (informative if has_spread(group, reward) else uniform).append(group)
         won += [t.won for t in trajectories if not t.dropped]
+        played += len(trajectories)
     batch = (informative + uniform)[:groups_needed]
     for new_id, group in enumerate(batch):
         for traj in group:
             traj.group_id = new_id
     metrics = {"rollout/filter_generated_groups": len(informative) + len(uniform),
+               "rollout/filter_generated_episodes": played,
                "rollout/filter_kept_groups": min(len(informative), groups_needed),
                "rollout/filter_batches": batches,
                "rollout/filter_generated_success": sum(won) / len(won) if won else 0.0}

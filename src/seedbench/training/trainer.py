@@ -134,7 +134,8 @@ class Trainer:
         trajectories, rstats, prepared.metrics = self.dist.gather_rollout(trajectories, rstats, prepared.metrics)
         rewards = episode_rewards([t for t in trajectories if not t.dropped], cfg.rollout.reward)
         self.counters["iteration"] = iteration
-        self.counters["trajectories"] += len(trajectories)
+        # every episode played counts towards the budget, also those the group filter left out
+        self.counters["trajectories"] += int(filter_metrics.get("rollout/filter_generated_episodes", len(trajectories)))
         self.counters["env_steps"] += rstats.env_steps
         self.counters["generated_tokens"] += rstats.generated_tokens
         metrics = {**self.counters, **rollout_metrics(trajectories, rewards), **filter_metrics, **prepared.metrics,
