@@ -27,6 +27,7 @@ from seedbench.training.distributed import SingleProcess
 from seedbench.training.evaluator import Evaluator
 from seedbench.training.origin import check_origin_env, checkpoint_origin
 from seedbench.training.resume_config import check_resume_changes, record_config, run_started
+from seedbench.training.run_lock import RunDirInUse, lock_run_dir
 from seedbench.training.rundir import RunDir, default_run_name
 from seedbench.training.starting_model import starting_model_name
 from seedbench.engines.factory import close_engine, make_engine
@@ -74,6 +75,7 @@ class RunStart:
     model_config: ModelConfig  # ``model`` with the name of the built starting model (warm start, stage 1)
     model_origin: Any  # what a fine-tuned starting checkpoint says about where it came from
     checkpoint: Path | None  # the checkpoint a resume loads
+    lock: Any = None  # rank 0's open `run_lock` handle: the run directory is this process's while it is open
 
 
 def open_run_dir(config: RunConfig, parallel: SingleProcess, resume: bool, allow_config_changes: bool) -> RunStart:
@@ -102,12 +104,21 @@ def open_run_dir(config: RunConfig, parallel: SingleProcess, resume: bool, allow
     changes = [] if saved is None else check_resume_changes(
         out, saved, config, allow=allow_config_changes, done=int(checkpoint.name.split("_")[1]) if checkpoint else None)
     parallel.barrier()
+    lock, busy = None, None
+    if parallel.is_main:
+        try:
+            lock = lock_run_dir(out)
+        except RunDirInUse as err:
+            busy = str(err)
+    busy = parallel.broadcast_object(busy)  # every rank stops, not only rank 0
+    if busy:
+        raise RunDirInUse(busy)
     out.mkdir(parents=True, exist_ok=True)
     if saved is None:
         run_dir.write_config(to_dict(config))
     elif changes and parallel.is_main:  # rank 0 keeps the old file and writes the new one
         record_config(out, to_dict(config), changes)
-    return RunStart(run_dir, dataclasses.replace(config.model, name=start), origin, checkpoint)
+    return RunStart(run_dir, dataclasses.replace(config.model, name=start), origin, checkpoint, lock)
 
 
 @dataclass

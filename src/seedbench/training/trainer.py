@@ -25,7 +25,7 @@ from seedbench.rollout.group_filter import sample_informative_groups
 from seedbench.rollout.types import RolloutStats, TaskRef, Trajectory
 from seedbench.tracking import open_tracker
 from seedbench.training import parallel
-from seedbench.training.build import build_run, open_run_dir
+from seedbench.training.build import RunStart, build_run, open_run_dir
 from seedbench.training.evaluator import before_after_line
 from seedbench.training.records import (episode_record, episode_rewards, log_train_episodes,
                                         rollout_metrics, timing_metrics, write_summary)
@@ -58,6 +58,16 @@ class Trainer:
         # The recipe's warm start and stage 1 are built (or found in the cache) before anything is written;
         # config.yaml keeps the recipe, and the run loads what it names.
         start = open_run_dir(config, self.dist, resume, allow_config_changes)
+        self.run_lock = start.lock  # held until close(), or until the process ends
+        try:
+            self._open(start, resume)
+        except BaseException:  # a start that fails in this process must not keep the directory locked
+            self._release_lock()
+            raise
+
+    def _open(self, start: RunStart, resume: bool) -> None:
+        """Load everything the run trains with into the opened run directory (`open_run_dir`'s `start`)."""
+        config = self.config
         self.run_dir, self.model_config, self.model_origin = start.run_dir, start.model_config, start.model_origin
         self.resources = ResourceMeter(self.run_dir.read_summary().get("resources") if resume else None)
         self.parts = parts = build_run(config, self.run_dir, self.dist, model_config=self.model_config)
@@ -236,6 +246,12 @@ class Trainer:
         self.train_envs.close()
         self.parts.close()
         self.dist.close()
+        self._release_lock()
+
+    def _release_lock(self) -> None:
+        if getattr(self, "run_lock", None) is not None:
+            self.run_lock.close()
+            self.run_lock = None
 
 
 def train(config: RunConfig, resume: bool = False, allow_config_changes: bool = False) -> Path:

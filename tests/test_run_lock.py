@@ -1,0 +1,68 @@
+"""One training process per run directory: a second one is refused in one line before it writes anything, and
+the lock of a process that died is gone with it."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from seedbench.training.run_lock import LOCK_FILE, RunDirInUse, lock_run_dir
+
+
+def test_a_second_holder_is_refused_with_the_first_ones_pid(tmp_path):
+    first = lock_run_dir(tmp_path / "run")
+    with pytest.raises(RunDirInUse, match=rf"run is in use by another seedbench process \(pid {os.getpid()} on "):
+        lock_run_dir(tmp_path / "run")
+    first.close()
+    lock_run_dir(tmp_path / "run").close()  # free again once the holder lets go
+
+
+@pytest.mark.slow
+def test_the_lock_of_a_killed_process_is_released(tmp_path):
+    code = ("import sys, time; from pathlib import Path; from seedbench.training.run_lock import lock_run_dir; "
+            "h = lock_run_dir(Path(sys.argv[1])); print('locked', flush=True); time.sleep(60)")
+    child = subprocess.Popen([sys.executable, "-c", code, str(tmp_path / "run")], stdout=subprocess.PIPE, text=True)
+    try:
+        assert child.stdout.readline().strip() == "locked"
+        with pytest.raises(RunDirInUse, match=f"pid {child.pid} on"):
+            lock_run_dir(tmp_path / "run")
+        child.send_signal(signal.SIGKILL)
+        child.wait(timeout=30)
+    finally:
+        child.kill()
+    deadline = time.monotonic() + 10
+    while True:  # the kernel drops the lock with the process; nothing to clean up
+        try:
+            lock_run_dir(tmp_path / "run").close()
+            break
+        except RunDirInUse:
+            assert time.monotonic() < deadline
+            time.sleep(0.1)
+    assert (tmp_path / "run" / LOCK_FILE).exists()
+
+
+@pytest.mark.slow
+def test_resume_beside_a_live_run_writes_nothing(tmp_path):
+    from seedbench.config import build_config
+    from seedbench.training.trainer import train
+
+    out = tmp_path / "run"
+    overrides = {"env": "choice", "agent": "grpo", "model": {"name": "tiny"}, "iterations": 1, "output": str(out),
+                 "rollout": {"max_new_tokens": 4}, "eval": {"num_tasks": 2}}
+    train(build_config(overrides=overrides))
+    def files():  # the run's own files (the holder below rewrites the lock file's text)
+        return {p.name: p.stat().st_mtime_ns for p in out.iterdir() if p.name != LOCK_FILE}
+
+    before = files()
+    holder = lock_run_dir(out)  # stands for a run still training here
+    try:
+        with pytest.raises(RunDirInUse, match="in use by another seedbench process"):
+            train(build_config(overrides={**overrides, "iterations": 2}), resume=True)
+    finally:
+        holder.close()
+    assert files() == before and "checkpoints" in before
