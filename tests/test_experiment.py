@@ -243,6 +243,41 @@ def test_killed_experiment_resumes_only_what_is_missing(tmp_path):
         assert iterations == list(range(1, 7)), run.name
 
 
+def test_sigterm_to_the_driver_alone_stops_its_running_run(tmp_path):
+    """`kill DRIVER` (SIGTERM to the experiment process only, not its group) with one worker: the run it is
+    waiting on is stopped too, not left training on its own beside the next driver."""
+    spec_path = tmp_path / "spec.yaml"
+    spec_path.write_text(yaml.safe_dump({"name": "t", "envs": ["choice"], "agents": ["grpo"], "seeds": [0],
+                                         "model": "tiny", "budget": {"iterations": 400}}))
+    output = tmp_path / "e"
+    spec = ex.load_spec(spec_path, output)
+    driver = textwrap.dedent(f"""
+        from seedbench.training import experiments as ex
+        spec = ex.load_spec({str(spec_path)!r}, {str(output)!r})
+        ex.run_experiment(spec, command_prefix={FAKE!r})
+    """)
+    env = {**os.environ, "SEEDBENCH_FAKE_SLEEP": "0.25"}
+    proc = subprocess.Popen([sys.executable, "-c", driver], env=env, start_new_session=True,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+    def group_alive() -> bool:
+        try:
+            os.killpg(proc.pid, 0)
+            return True
+        except ProcessLookupError:
+            return False
+
+    try:
+        _wait_for(lambda: "partial" in _statuses(spec).values(), 120, "the run to start training")
+        proc.send_signal(signal.SIGTERM)  # the driver alone
+        assert proc.wait(timeout=60) != 0
+        _wait_for(lambda: not group_alive(), 30, "the run to stop with its driver")
+    finally:
+        if group_alive():
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert _statuses(spec) == {ex.expand(spec)[0].name: "partial"}
+
+
 def test_process_pool_pins_one_gpu_per_run(tmp_path, monkeypatch):
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0,1")
     spec = spec_for(tmp_path / "e", resources={"gpus_per_run": 1, "cpus_per_run": 1})

@@ -94,7 +94,11 @@ class LocalExecutor:
                                         env=self._env(gpus))
                 with self._lock:
                     self._procs[run.name] = proc
-                returncode = proc.wait()
+                try:
+                    returncode = proc.wait()
+                except BaseException:  # one worker: the driver's stop (Ctrl-C, SIGTERM) lands here, in this thread
+                    self._terminate([proc])
+                    raise
         finally:
             with self._lock:
                 self._procs.pop(run.name, None)
@@ -107,6 +111,11 @@ class LocalExecutor:
         self._stopping = True
         with self._lock:
             procs = list(self._procs.values())
+        self._terminate(procs)
+
+    @staticmethod
+    def _terminate(procs: list[subprocess.Popen]) -> None:
+        """SIGTERM to every live one of `procs`, then SIGKILL to those still alive 10 s later."""
         for proc in procs:
             if proc.poll() is None:
                 proc.terminate()
@@ -116,6 +125,7 @@ class LocalExecutor:
                 proc.wait(timeout=max(0.1, deadline - time.monotonic()))
             except subprocess.TimeoutExpired:
                 proc.kill()
+                proc.wait()
 
     def execute(self, todo: list[tuple[RunSpec, bool]], on_done: Callable[[RunSpec, bool, int, float], None]) -> None:
         if self.workers == 1:
