@@ -206,20 +206,25 @@ def _statuses(spec) -> dict[str, str]:
     return {run.name: ex.run_status(run) for run in ex.expand(spec)}
 
 
-def test_killed_experiment_resumes_only_what_is_missing(tmp_path):
-    spec_path = tmp_path / "spec.yaml"
-    spec_path.write_text(yaml.safe_dump({"name": "k", "envs": ["choice"], "agents": ["grpo", "seed"],
-                                         "seeds": [0, 1, 2], "model": "tiny", "budget": {"iterations": 6}}))
-    output = tmp_path / "e"
-    spec = ex.load_spec(spec_path, output)
+def _start_driver(spec_path: Path, output: Path) -> subprocess.Popen:
+    """An experiment driver in its own process group (as a scheduler's job), on fake runs that sleep."""
     driver = textwrap.dedent(f"""
         from seedbench.training import experiments as ex
         spec = ex.load_spec({str(spec_path)!r}, {str(output)!r})
         ex.run_experiment(spec, command_prefix={FAKE!r})
     """)
     env = {**os.environ, "SEEDBENCH_FAKE_SLEEP": "0.25"}
-    proc = subprocess.Popen([sys.executable, "-c", driver], env=env, start_new_session=True,
+    return subprocess.Popen([sys.executable, "-c", driver], env=env, start_new_session=True,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+def test_killed_experiment_resumes_only_what_is_missing(tmp_path):
+    spec_path = tmp_path / "spec.yaml"
+    spec_path.write_text(yaml.safe_dump({"name": "k", "envs": ["choice"], "agents": ["grpo", "seed"],
+                                         "seeds": [0, 1, 2], "model": "tiny", "budget": {"iterations": 6}}))
+    output = tmp_path / "e"
+    spec = ex.load_spec(spec_path, output)
+    proc = _start_driver(spec_path, output)
     try:
         _wait_for(lambda: list(_statuses(spec).values()).count("complete") >= 2
                   and "partial" in _statuses(spec).values(), 120, "two complete runs and a partial one")
@@ -251,14 +256,7 @@ def test_sigterm_to_the_driver_alone_stops_its_running_run(tmp_path):
                                          "model": "tiny", "budget": {"iterations": 400}}))
     output = tmp_path / "e"
     spec = ex.load_spec(spec_path, output)
-    driver = textwrap.dedent(f"""
-        from seedbench.training import experiments as ex
-        spec = ex.load_spec({str(spec_path)!r}, {str(output)!r})
-        ex.run_experiment(spec, command_prefix={FAKE!r})
-    """)
-    env = {**os.environ, "SEEDBENCH_FAKE_SLEEP": "0.25"}
-    proc = subprocess.Popen([sys.executable, "-c", driver], env=env, start_new_session=True,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = _start_driver(spec_path, output)
 
     def group_alive() -> bool:
         try:
