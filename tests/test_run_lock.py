@@ -66,3 +66,16 @@ def test_resume_beside_a_live_run_writes_nothing(tmp_path):
     finally:
         holder.close()
     assert files() == before and "checkpoints" in before
+
+
+def test_the_experiment_driver_lock_is_the_same_lock(tmp_path):
+    """`seedbench experiment`'s one-driver-per-output lock takes the same kind of lock as a run directory."""
+    from seedbench.training.experiments.driver import _OutputLock
+    from seedbench.training.experiments.spec import ExperimentError
+
+    with _OutputLock(tmp_path):
+        with pytest.raises(ExperimentError, match=f"another experiment is running on {tmp_path}"):
+            with _OutputLock(tmp_path):
+                pass
+    with _OutputLock(tmp_path):  # released with its handle
+        pass

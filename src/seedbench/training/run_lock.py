@@ -1,14 +1,14 @@
-"""One training process per run directory: an advisory lock on ``RUN/.lock``, held while the run trains.
+"""One process per directory: advisory locks on a lock file, held while the process works there.
 
 Two processes training into one run directory (a ``--resume`` started while the first still runs, an
 experiment restarted beside a run it left behind) would interleave their log lines and checkpoints without
-a word. The operating system drops the lock when its process ends, however it ends, so a killed run never
-leaves a stale lock behind and a resume after a crash needs no clean-up.
+a word; two experiment drivers on one output would train the same runs twice. The operating system drops a
+lock when its process ends, however it ends, so a killed process never leaves a stale lock behind and a
+resume after a crash needs no clean-up. Where there is no ``flock`` (Windows) nothing is locked.
 """
 
 from __future__ import annotations
 
-import fcntl
 import os
 import socket
 from pathlib import Path
@@ -16,28 +16,50 @@ from typing import IO
 
 from seedbench.jsonio import RunFileError
 
+try:
+    import fcntl
+except ImportError:  # Windows: no advisory locks, no protection
+    fcntl = None
+
 LOCK_FILE = ".lock"
+
+
+class LockHeld(Exception):
+    """Another open handle (another process, or another handle in this one) holds the lock; the message is
+    what the holder wrote into the lock file."""
 
 
 class RunDirInUse(RunFileError):
     """Another live process holds the run directory's lock (the CLI prints it as one line)."""
 
 
-def lock_run_dir(path: Path) -> IO[str]:
-    """Take `path`'s lock (creating `path` if needed) and return its open handle: the lock lasts while the
-    handle is open. Raises `RunDirInUse`, naming the holder, when another process (or another handle) has it."""
-    path.mkdir(parents=True, exist_ok=True)
-    handle = open(path / LOCK_FILE, "a+", encoding="utf-8")
+def exclusive_lock(file: Path) -> IO[str] | None:
+    """Take the lock of `file` (created if missing) and write ``pid N on HOST`` into it; return its open
+    handle, the lock lasting while the handle is open (None where the platform cannot lock). Raises
+    `LockHeld` naming the holder when the lock is taken."""
+    if fcntl is None:
+        return None
+    handle = open(file, "a+", encoding="utf-8")  # not "w": the holder's text stays readable to the refused
     try:
         fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
         handle.seek(0)
         holder = handle.read().strip() or "a process that did not say which"
         handle.close()
-        raise RunDirInUse(f"{path} is in use by another seedbench process ({holder}); wait for it to end or "
-                          "stop it, then run the command again") from None
+        raise LockHeld(holder) from None
     handle.seek(0)
     handle.truncate()
     handle.write(f"pid {os.getpid()} on {socket.gethostname()}\n")
     handle.flush()
     return handle
+
+
+def lock_run_dir(path: Path) -> IO[str] | None:
+    """Take `path`'s lock (creating `path` if needed) and return its open handle: the lock lasts while the
+    handle is open. Raises `RunDirInUse`, naming the holder, when another process (or another handle) has it."""
+    path.mkdir(parents=True, exist_ok=True)
+    try:
+        return exclusive_lock(path / LOCK_FILE)
+    except LockHeld as held:
+        raise RunDirInUse(f"{path} is in use by another seedbench process ({held}); wait for it to end or "
+                          "stop it, then run the command again") from None

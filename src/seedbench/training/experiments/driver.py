@@ -3,7 +3,6 @@ executor, record each outcome in ``<output>/experiment.json``, one experiment pe
 
 from __future__ import annotations
 
-import os
 import signal
 import threading
 from dataclasses import asdict
@@ -16,6 +15,7 @@ from seedbench.training.experiments.local import LocalExecutor, auto_workers, vi
 from seedbench.training.experiments.ray_executor import RayExecutor
 from seedbench.training.experiments.spec import ExperimentError, ExperimentSpec, RunSpec, expand
 from seedbench.training.experiments.status import Outcome, run_status
+from seedbench.training.run_lock import LockHeld, exclusive_lock
 
 
 class _OutputLock:
@@ -27,18 +27,10 @@ class _OutputLock:
 
     def __enter__(self):
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        self.handle = open(self.path, "w")
         try:
-            import fcntl
-
-            fcntl.flock(self.handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except ImportError:  # no fcntl (Windows): no protection
-            pass
-        except OSError as err:
-            self.handle.close()
-            raise ExperimentError(f"another experiment is running on {self.path.parent}") from err
-        self.handle.write(str(os.getpid()))
-        self.handle.flush()
+            self.handle = exclusive_lock(self.path)  # None without flock (Windows): no protection
+        except LockHeld as held:
+            raise ExperimentError(f"another experiment is running on {self.path.parent}") from held
         return self
 
     def __exit__(self, *exc):
