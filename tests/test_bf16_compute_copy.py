@@ -247,3 +247,16 @@ def test_sft_trains_through_the_copy_with_fp32_master_weights(tiny_tokenizer, tm
     reference = {n: (after["fp32"][n] - initial[n]) for n in initial}
     assert max(float(m.abs().max()) for m in moved.values()) > 1e-3
     assert _relative_error(moved, {n: r for n, r in reference.items() if r.norm() > 0}) < 0.2
+
+
+def test_auto_resolves_to_the_copy_except_under_fsdp():
+    """The default ``auto`` is the reference's bf16 compute copy; FSDP's shards cannot be paired with a copy,
+    so there it is autocast; the resolved value is what the run records."""
+    from seedbench.config import build_config
+
+    base = {"env": "choice", "model": {"name": "tiny"}}
+    assert build_config(overrides=base).model.bf16_compute == "param_copy"
+    fsdp = {**base, "distributed": {"strategy": "fsdp"}}
+    assert build_config(overrides=fsdp).model.bf16_compute == "autocast"
+    pinned = {**base, "model": {"name": "tiny", "bf16_compute": "autocast"}}
+    assert build_config(overrides=pinned).model.bf16_compute == "autocast"

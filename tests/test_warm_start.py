@@ -174,7 +174,7 @@ def test_sft_trains_under_the_runs_compute_dtype_with_fp32_master_weights(tiny_t
     from seedbench.models.policy import load_policy
     from seedbench.training.sft import SFTSettings, fine_tune, mixed_precision, tokenize_example
 
-    policy = load_policy(ModelConfig(name="tiny"), need_reference=False)
+    policy = load_policy(ModelConfig(name="tiny", bf16_compute="autocast"), need_reference=False)
     assert mixed_precision(policy) == {"bf16": False, "fp16": False}
     policy.compute_dtype = torch.bfloat16  # what model.dtype=auto resolves to on a CPU with AMX or on CUDA
     assert mixed_precision(policy) == {"bf16": True, "fp16": False}

@@ -94,14 +94,16 @@ class ModelConfig:
     dtype: DType = "auto"
     """``auto`` = bf16 on CUDA and on CPUs with native bf16 (AVX-512-BF16/AMX), else fp32 (emulated bf16
     is slower than fp32 on a CPU without it, docs/performance.md "bf16 on CPU")."""
-    bf16_compute: Literal["autocast", "param_copy"] = "autocast"
+    bf16_compute: Literal["auto", "autocast", "param_copy"] = "auto"
     """How training passes compute where the compute dtype (``dtype``) is bf16; fp32 and fp16 runs ignore it.
-    Master weights and AdamW state stay fp32 either way. ``autocast``: the fp32 model under bf16 autocast
-    (every linear layer casts its weight and input, and its gradients back). ``param_copy``: a bf16 copy of
-    the model, refreshed from the master weights once per optimizer step, runs each forward and backward
-    with autocast off; its gradients are added into the fp32 master gradients after every micro-batch (verl's
-    FSDP ``MixedPrecision(param_dtype=bf16)``; `seedbench.models.compute_copy`). Both the RL update and the
-    SFT commands. Not with ``distributed.strategy=fsdp`` (use ``ddp``); figures in docs/performance.md,
+    Master weights and AdamW state stay fp32 either way. ``param_copy``: a bf16 copy of the model, refreshed
+    from the master weights once per optimizer step, runs each forward and backward with autocast off; its
+    gradients are added into the fp32 master gradients after every micro-batch (the reference's scheme,
+    verl's FSDP ``MixedPrecision(param_dtype=bf16, reduce_dtype=fp32)``; `seedbench.models.compute_copy`).
+    ``autocast``: the fp32 model under bf16 autocast (every linear layer casts its weight and input, and its
+    gradients back; the residual stream stays fp32). ``auto`` (default) = ``param_copy``, except under
+    ``distributed.strategy=fsdp``, whose sharded parameters the copy cannot pair, where it is ``autocast``;
+    the run records the choice. Both the RL update and the SFT commands; figures in docs/performance.md,
     "bf16 on CPU"."""
     lora_rank: NonNegativeInt = 0
     """0 = full fine-tune; >0 = LoRA adapters of this rank on all linear layers (peft)."""

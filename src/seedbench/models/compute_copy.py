@@ -71,5 +71,7 @@ class ComputeCopy:
 
 def wants_compute_copy(mode: str, compute_dtype: Any) -> bool:
     """Whether ``model.bf16_compute`` = `mode` asks for a compute copy at `compute_dtype`: only for bf16
-    (fp32 runs have nothing to cast; fp16 would need loss scaling, which autocast runs get elsewhere)."""
-    return mode == "param_copy" and compute_dtype == torch.bfloat16
+    (fp32 runs have nothing to cast; fp16 would need loss scaling, which autocast runs get elsewhere).
+    ``auto`` is resolved by the run config (autocast under FSDP); one that reaches here unresolved comes
+    from a config built without validation, never an FSDP run, and means the copy."""
+    return mode in ("param_copy", "auto") and compute_dtype == torch.bfloat16

@@ -38,8 +38,8 @@ class Policy:
     lora: bool = False
     compute_dtype: Any = None
     """Dtype of forward passes (autocast) and of the generation copy; master weights stay fp32."""
-    bf16_compute: str = "autocast"
-    """``model.bf16_compute``: how training passes run in bf16 (autocast, or the `compute_copy`)."""
+    bf16_compute: str = "param_copy"
+    """``model.bf16_compute``: how training passes run in bf16 (the `compute_copy`, or autocast)."""
     _compute_copy: Any = None
 
     def compute_copy(self):
