@@ -19,6 +19,9 @@ load average printed next to it: on a shared machine only ratios measured side b
   vocabulary projection of the scored columns (attention's score products are left out: an undercount);
 * ``scoring``: the no-grad scoring pass over the batch, the pass SEED's teacher re-scoring runs
   (``optim.packing`` and ``log_prob_micro_batch_size`` from the recipe);
+* ``sft``: the warm start's fine-tune (`seedbench.training.sft.fine_tune`, one epoch at batch 8) on
+  ``--sft-demos`` expert episodes of the recipe's env (``--config``) rendered as `seedbench sft-policy` does,
+  three sides interleaved like the update's, each from the same weights, wall and process CPU seconds;
 * ``iteration`` (not by default: it generates): one whole quick-start GRPO iteration per dtype.
 
 The CPU's flags that decide bf16 (``amx_bf16``, ``avx512_bf16``, ``avx2``) are printed and recorded. The
@@ -44,7 +47,7 @@ import update_speed  # noqa: E402  (a sibling script: the recorded batch and the
 DTYPES = ("fp32", "bf16")
 UPDATE_SIDES = ("fp32", "bf16", "param_copy")
 """The update part's sides: ``bf16`` = autocast over fp32 weights, ``param_copy`` = the bf16 compute copy."""
-PARTS = ("gemm", "hf", "update", "scoring", "iteration")
+PARTS = ("gemm", "hf", "update", "scoring", "sft", "iteration")
 DEFAULT_PARTS = ("gemm", "hf", "update", "scoring")
 CPU_FLAGS = ("amx_bf16", "amx_tile", "avx512_bf16", "avx512f", "avx2")
 
@@ -53,6 +56,7 @@ def parse_args(argv=None):
     p = update_speed.replay_parser(__doc__, "timed pairs per part", 2, "benchmarks/results/bf16_speed.json")
     p.add_argument("--tokens", type=int, default=848, help="rows of the GEMMs and tokens of the HF forward")
     p.add_argument("--parts", nargs="+", default=list(DEFAULT_PARTS), choices=PARTS)
+    p.add_argument("--sft-demos", type=int, default=8, help="expert episodes the sft part fine-tunes on")
     p.add_argument("--shared-trainer", action="store_true",
                    help="one bf16 trainer for both dtypes (half the memory): the fp32 sides set its compute dtype "
                         "to fp32 and swap in an fp32 KL reference, as an fp32 trainer holds; not with 'iteration'")
@@ -286,6 +290,44 @@ def update_part(args, trainers: dict, batch, repeats: int, gemm_rate: float | No
     return out
 
 
+def sft_part(trainer, demos: int, repeats: int) -> dict:
+    """The warm start's fine-tune on `demos` expert episodes of the trainer's env (the quick start's), from
+    the trainer's weights on every side: fp32, bf16 autocast, bf16 compute copy."""
+    import dataclasses
+
+    import torch
+
+    from seedbench.training.sft import SFTSettings, fine_tune, tokenize_example
+    from seedbench.training.warm_start import collect_demos
+
+    policy, config = trainer.policy, trainer.config
+    demo_set = collect_demos(config, config.env, policy.tokenizer, demos, seed=0)
+    rows = [tokenize_example(policy.tokenizer, d.content, d.response) for d in demo_set.demos]
+    initial = {k: v.detach().clone() for k, v in policy.model.state_dict().items()}
+    cpu: dict[str, list[float]] = {side: [] for side in UPDATE_SIDES}
+
+    def run(side):
+        policy.model.load_state_dict(initial)
+        side_policy = dataclasses.replace(policy, compute_dtype=torch.float32 if side == "fp32" else torch.bfloat16,
+                                          bf16_compute="param_copy" if side == "param_copy" else "autocast",
+                                          _compute_copy=None)
+        start, cpu_start = time.perf_counter(), time.process_time()
+        with tempfile.TemporaryDirectory(prefix="bf16_speed_sft_") as out:
+            fine_tune(side_policy, rows, [], SFTSettings(epochs=1, lr=3e-5, batch_size=8, seed=0), Path(out))
+        cpu[side].append(time.process_time() - cpu_start)
+        return time.perf_counter() - start
+
+    out = summary(interleaved(run, repeats, warm_up=False, sides=UPDATE_SIDES))
+    policy.model.load_state_dict(initial)
+    out.update(examples=len(rows), cpu_seconds=cpu)
+    median_cpu = {side: statistics.median(values) for side, values in cpu.items()}
+    say(f"warm-start SFT ({len(rows)} examples)", out)
+    print(f"    wall s: fp32 {out['median_s']['fp32']:.1f}, bf16 autocast {out['median_s']['bf16']:.1f}, bf16 param_copy "
+          f"{out['median_s']['param_copy']:.1f}; CPU s: fp32 {median_cpu['fp32']:.1f}, autocast {median_cpu['bf16']:.1f}, "
+          f"param_copy {median_cpu['param_copy']:.1f}")
+    return out
+
+
 def scoring_part(trainers: dict, batch, repeats: int, fp32_side=None) -> dict:
     trajectories, rewards = batch
     samples = {d: t.agent.prepare(trajectories, rewards, 1).samples for d, t in trainers.items()}
@@ -354,6 +396,8 @@ def main(argv=None) -> int:
         result["update"] = update_part(args, trainers, batch, args.repeats, gemm_rate, fp32_side)
     if "scoring" in args.parts:
         result["scoring"] = scoring_part(trainers, batch, args.repeats, fp32_side)
+    if "sft" in args.parts:
+        result["sft"] = sft_part(trainers["fp32"], args.sft_demos, args.repeats)
     if "iteration" in args.parts:
         result["iteration"] = iteration_part(trainers, args.repeats)
     for trainer in {id(t): t for t in trainers.values()}.values():

@@ -125,3 +125,19 @@ def test_update_flops_count_the_layouts_tokens():
     assert bench.layout_tokens([[1, 2, 3], [1, 2]], [[4], [5, 6]], "off") == 2 * (3 + 2)
     assert bench.layout_tokens([[1, 2, 3], [1, 2]], [[4], [5, 6]], "packed") == 4 + 4
     assert bench.layout_tokens([[1, 2, 3], [1, 2, 7]], [[4], [5]], "shared_prefix") == 2 + 2 + 2
+
+
+def test_bf16_speed_times_the_warm_start_sft_on_three_sides(tmp_path, capsys):
+    """The sft part fine-tunes the same expert steps from the same weights on every side (fp32, bf16
+    autocast, bf16 compute copy), timed in wall and CPU seconds."""
+    bench = _load("bf16_speed")
+    out = tmp_path / "bf16.json"
+    tiny = [arg if arg != "env=choice" else "env=frozenlake" for arg in TINY]
+    argv = ["--parts", "sft", "--sft-demos", "1", "--repeats", "1", "--out", str(out), *tiny]
+    assert bench.main(argv) == 0
+    sft = json.loads(out.read_text())["sft"]
+    assert sft["examples"] >= 1
+    assert set(sft["seconds"]) == set(sft["cpu_seconds"]) == {"fp32", "bf16", "param_copy"}
+    assert all(len(v) == 1 and v[0] > 0 for v in sft["seconds"].values())
+    assert sft["param_copy_vs_autocast"] == pytest.approx(sft["median_s"]["bf16"] / sft["median_s"]["param_copy"])
+    assert "warm-start SFT" in capsys.readouterr().out
