@@ -260,3 +260,34 @@ def test_auto_resolves_to_the_copy_except_under_fsdp():
     assert build_config(overrides=fsdp).model.bf16_compute == "autocast"
     pinned = {**base, "model": {"name": "tiny", "bf16_compute": "autocast"}}
     assert build_config(overrides=pinned).model.bf16_compute == "autocast"
+
+
+def test_scores_run_on_the_copys_path_so_teacher_and_reference_gaps_are_not_precision(tmp_path):
+    """With the copy, a score of the current weights (SEED's teacher re-scoring, π_old) is the copy's forward,
+    and a model held in bf16 (the KL reference) is scored without autocast: the same weights give the same
+    log-probs on both, so a gap between them is a difference of weights or prompts, never of precision
+    paths. Autocast over the fp32 master gives other bf16 roundings (a non-zero gap on the same weights)."""
+    from seedbench.models.weights import frozen_copy
+
+    trainer = _trainer(tmp_path, "scoring_path", packing="off")
+    prepared, _ = _rollout(trainer)
+    prompts = [s.prompt_ids for s in prepared.samples]
+    responses = [s.response_ids for s in prepared.samples]
+    _precision(trainer, "param_copy")
+    current = trainer.context.score(prompts, responses)
+    pad, device = trainer.policy.tokenizer.pad_token_id, trainer.policy.device
+    low = ComputeCopy(trainer.policy.model, torch.bfloat16).model.eval()
+    logp, _, _ = forward_logprobs(low, prompts, responses, pad, device,
+                                  temperature=trainer.context.score_temperature)
+    for row, values in enumerate(current):
+        assert torch.equal(torch.tensor(values), logp[row, : len(values)].float())
+    reference = frozen_copy(trainer.policy.model, torch.bfloat16)
+    assert {p.dtype for p in reference.parameters()} == {torch.bfloat16}
+    assert {b.dtype for b in reference.buffers()} == {torch.float32}  # RoPE's frequencies not rounded to bf16
+    assert reference.lm_head.weight is reference.model.embed_tokens.weight
+    assert trainer.context.score(prompts, responses, model=reference) == current  # k3 KL exactly 0 at the start
+    _precision(trainer, "autocast")
+    under_autocast = trainer.context.score(prompts, responses)
+    gap = max(abs(a - b) for x, y in zip(under_autocast, current) for a, b in zip(x, y))
+    assert gap > 0
+    trainer.close()

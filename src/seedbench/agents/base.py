@@ -22,6 +22,8 @@ trainer puts in every `MiniBatch`. docs/adding_an_agent.md walks through writing
 
 from __future__ import annotations
 
+import contextlib
+
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -157,17 +159,34 @@ class AgentContext:
             return 1.0
         return temperature
 
-    def score(self, prompts: list[list[int]], responses: list[list[int]], model: Any = None,
-              autocast_factory: Any = None) -> list[list[float]]:
+    def score(self, prompts: list[list[int]], responses: list[list[int]], model: Any = None) -> list[list[float]]:
         """Log-probs of `responses` under `prompts` with the current weights (or `model`), no grad, at
-        `score_temperature`, under the policy's autocast (or `autocast_factory`'s region)."""
+        `score_temperature`, computed as the update's loss forwards compute (`scoring_path`)."""
         from seedbench.models.scoring import score_responses
 
         p, optim = self.policy, self.config.optim
-        return score_responses(model or p.model, prompts, responses, p.tokenizer.pad_token_id, p.device,
+        model, autocast_factory = self.scoring_path(model)
+        return score_responses(model, prompts, responses, p.tokenizer.pad_token_id, p.device,
                                optim.log_prob_micro_batch_size or optim.micro_batch_size,
-                               autocast_factory=autocast_factory or p.autocast,
-                               temperature=self.score_temperature, packing=optim.packing)
+                               autocast_factory=autocast_factory, temperature=self.score_temperature,
+                               packing=optim.packing)
+
+    def scoring_path(self, model: Any = None) -> tuple[Any, Any]:
+        """The model and autocast region a scoring pass runs on. With a bf16 compute copy
+        (``model.bf16_compute=param_copy``) the current weights are scored on the refreshed copy, and a
+        model already held in bf16 (the KL reference, a frozen teacher) without autocast: the way the copy's
+        loss forwards compute, so a score and a loss forward of the same weights agree (π_old's ratio, SEED's
+        teacher gap, the KL at the start are then differences of weights, not of precision paths). Else the
+        model (default: the master) under the policy's autocast."""
+        policy = self.policy
+        compute = policy.compute_copy()
+        if compute is None:
+            return model or policy.model, policy.autocast
+        if model is None:
+            compute.refresh()
+            return compute.model, contextlib.nullcontext
+        held_in = next(model.parameters()).dtype
+        return model, contextlib.nullcontext if held_in == compute.dtype else policy.autocast
 
 
 class Agent(ABC):

@@ -49,10 +49,16 @@ def merged_copy(model: Any) -> Any:
 
 
 def frozen_copy(model: Any, dtype: Any) -> Any:
-    """A frozen, eval-mode, LoRA-merged copy of `model` in `dtype` (a generation copy, the KL reference,
-    the frozen analyzer)."""
-    frozen = merged_copy(model).to(dtype=dtype).eval()
-    for param in frozen.parameters():
+    """A frozen, eval-mode, LoRA-merged copy of `model` with its parameters in `dtype` (a generation copy, the
+    KL reference, the frozen analyzer).
+
+    Only parameters are cast; buffers keep their dtype, as in the trainer's bf16 compute copy and in a model
+    loaded in bf16 by transformers: RoPE's inverse frequencies rounded to bf16 (``module.to(bf16)`` casts
+    them) turn a position p's rotation angles by up to p × 2⁻⁹ radians, and the copy would then score other
+    log-probs than the trainer computes for the same weights."""
+    frozen = merged_copy(model).eval()
+    for param in frozen.parameters():  # a tied parameter is listed once and cast once
+        param.data = param.data.to(dtype)
         param.requires_grad_(False)
     return frozen
 

@@ -191,11 +191,7 @@ class PolicyUpdate:
     def score_current(self, prompts: list[list[int]], responses: list[list[int]]) -> list[list[float]]:
         """π_old: the current weights' log-probs, no grad, computed as the loss forwards compute them (on
         the refreshed compute copy where there is one, so that an unchanged policy's ratio is 1)."""
-        compute = self.policy.compute_copy()
-        if compute is None:
-            return self.context.score(prompts, responses)
-        compute.refresh()
-        return self.context.score(prompts, responses, model=compute.model, autocast_factory=contextlib.nullcontext)
+        return self.context.score(prompts, responses)
 
     def _engine_logprobs(self, batch: UpdateBatch) -> list[list[float] | None]:
         """Each sample's engine log-probs for ``optim.rollout_is`` (None: not an unchanged rollout step)."""
