@@ -86,6 +86,9 @@ def test_probability_of_improvement_limits_and_ties():
     assert stats.probability_of_improvement([0.1], [0.9]) == 0.0
     assert stats.probability_of_improvement([1.0, 0.0], [1.0]) == 0.25  # one tie (½) and one loss
     assert stats.probability_of_improvement_ci([0.9, 0.8, 0.95], [0.1, 0.2, 0.15]).low == 1.0
+    # one run on one side (an experiment part-way through): the point, and no interval instead of an error
+    one_side = stats.probability_of_improvement_ci([0.5], [0.25, 0.75])
+    assert one_side.point == 0.5 and math.isnan(one_side.low) and math.isnan(one_side.high)
 
 
 def test_interpolation_onto_a_grid():

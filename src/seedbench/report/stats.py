@@ -175,7 +175,7 @@ def probability_of_improvement_ci(
     point = probability_of_improvement(sx, sy)
     n = int(sum(s.size for s in sx) + sum(s.size for s in sy))
     k = len(sx)
-    if all(s.size < 2 for s in sx + sy):
+    if any(s.size < 2 for s in sx + sy):  # one run on a side (an experiment in progress): no interval
         return Interval(point, math.nan, math.nan, n)
 
     def stat(*samples, axis=-1):
