@@ -23,7 +23,6 @@ trainer puts in every `MiniBatch`. docs/adding_an_agent.md walks through writing
 from __future__ import annotations
 
 import contextlib
-
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -159,13 +158,17 @@ class AgentContext:
             return 1.0
         return temperature
 
-    def score(self, prompts: list[list[int]], responses: list[list[int]], model: Any = None) -> list[list[float]]:
+    def score(self, prompts: list[list[int]], responses: list[list[int]], model: Any = None,
+              autocast_factory: Any = None) -> list[list[float]]:
         """Log-probs of `responses` under `prompts` with the current weights (or `model`), no grad, at
-        `score_temperature`, computed as the update's loss forwards compute (`scoring_path`)."""
+        `score_temperature`, computed as the update's loss forwards compute (`scoring_path`), or under
+        `autocast_factory`'s region on `model` (default: the master weights) when one is given."""
         from seedbench.models.scoring import score_responses
 
         p, optim = self.policy, self.config.optim
-        model, autocast_factory = self.scoring_path(model)
+        if autocast_factory is None:
+            model, autocast_factory = self.scoring_path(model)
+        model = model or p.model
         return score_responses(model, prompts, responses, p.tokenizer.pad_token_id, p.device,
                                optim.log_prob_micro_batch_size or optim.micro_batch_size,
                                autocast_factory=autocast_factory, temperature=self.score_temperature,
