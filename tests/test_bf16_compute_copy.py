@@ -249,17 +249,21 @@ def test_sft_trains_through_the_copy_with_fp32_master_weights(tiny_tokenizer, tm
     assert _relative_error(moved, {n: r for n, r in reference.items() if r.norm() > 0}) < 0.2
 
 
-def test_auto_resolves_to_the_copy_except_under_fsdp():
+def test_auto_is_the_copy_except_under_fsdp(tmp_path):
     """The default ``auto`` is the reference's bf16 compute copy; FSDP's shards cannot be paired with a copy,
-    so there it is autocast; the resolved value is what the run records."""
-    from seedbench.config import build_config
+    so there it is autocast. The config keeps ``auto``, so a run may resume under the other strategy; the
+    trainer's policy holds the meaning."""
+    from seedbench.models.compute_copy import bf16_compute_for, wants_compute_copy
 
     base = {"env": "choice", "model": {"name": "tiny"}}
-    assert build_config(overrides=base).model.bf16_compute == "param_copy"
-    fsdp = {**base, "distributed": {"strategy": "fsdp"}}
-    assert build_config(overrides=fsdp).model.bf16_compute == "autocast"
-    pinned = {**base, "model": {"name": "tiny", "bf16_compute": "autocast"}}
-    assert build_config(overrides=pinned).model.bf16_compute == "autocast"
+    assert build_config(overrides=base).model.bf16_compute == "auto"
+    assert build_config(overrides={**base, "distributed": {"strategy": "fsdp"}}).model.bf16_compute == "auto"
+    assert [bf16_compute_for("auto", s) for s in ("ddp", "fsdp")] == ["param_copy", "autocast"]
+    assert bf16_compute_for("autocast", "ddp") == "autocast" and bf16_compute_for("param_copy", "ddp") == "param_copy"
+    assert wants_compute_copy("auto", torch.bfloat16) and not wants_compute_copy("auto", torch.float32)
+    trainer = _trainer(tmp_path, "auto")
+    assert trainer.policy.bf16_compute == "param_copy"
+    trainer.close()
 
 
 def test_scores_run_on_the_copys_path_so_teacher_and_reference_gaps_are_not_precision(tmp_path):

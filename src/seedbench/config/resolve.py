@@ -81,7 +81,7 @@ def validate_config(config: RunConfig, *, check_host: bool = True) -> RunConfig:
     _check_final_weights_kept(config)
     _agent_class_of(config).check_config(config, algo)
     _check_rollout_is(config)
-    _resolve_bf16_compute(config)
+    _check_bf16_compute(config)
     if config.analyzer_sft.annotator:
         load_object(ANNOTATOR_CHECK)(config.analyzer_sft.annotator)
     from seedbench.tracking import check_track
@@ -300,11 +300,9 @@ def _check_rollout_is(config: RunConfig) -> None:
                           "temperature 1); change those or set optim.rollout_is to off")
 
 
-def _resolve_bf16_compute(config: RunConfig) -> None:
-    """``auto`` becomes the reference's bf16 compute copy, or autocast under FSDP: a copy pairs each whole
-    master parameter with its own, and FSDP's parameters are shards. The run records the resolved value."""
-    if config.model.bf16_compute == "auto":
-        config.model.bf16_compute = "autocast" if config.distributed.strategy == "fsdp" else "param_copy"
+def _check_bf16_compute(config: RunConfig) -> None:
+    """A bf16 compute copy pairs each whole master parameter with its copy; FSDP's parameters are shards
+    (``auto`` is autocast there: `seedbench.models.compute_copy.bf16_compute_for`)."""
     if config.model.bf16_compute == "param_copy" and config.distributed.strategy == "fsdp":
         raise ConfigError("model.bf16_compute=param_copy needs whole parameters, but distributed.strategy=fsdp "
                           "shards them; set model.bf16_compute=autocast or distributed.strategy=ddp")

@@ -102,8 +102,8 @@ class ModelConfig:
     verl's FSDP ``MixedPrecision(param_dtype=bf16, reduce_dtype=fp32)``; `seedbench.models.compute_copy`).
     ``autocast``: the fp32 model under bf16 autocast (every linear layer casts its weight and input, and its
     gradients back; the residual stream stays fp32). ``auto`` (default) = ``param_copy``, except under
-    ``distributed.strategy=fsdp``, whose sharded parameters the copy cannot pair, where it is ``autocast``;
-    the run records the choice. Both the RL update and the SFT commands; figures in docs/performance.md,
+    ``distributed.strategy=fsdp``, whose sharded parameters the copy cannot pair, where it is ``autocast``
+    (so a run may resume under either strategy). Both the RL update and the SFT commands; figures in docs/performance.md,
     "bf16 on CPU"."""
     lora_rank: NonNegativeInt = 0
     """0 = full fine-tune; >0 = LoRA adapters of this rank on all linear layers (peft)."""

@@ -69,9 +69,17 @@ class ComputeCopy:
             low.grad = None
 
 
+def bf16_compute_for(mode: str, strategy: str) -> str:
+    """What ``model.bf16_compute`` = `mode` means under ``distributed.strategy`` = `strategy`: ``auto`` is
+    the copy, except under FSDP, whose sharded parameters a copy cannot pair, where it is autocast."""
+    if mode == "auto":
+        return "autocast" if strategy == "fsdp" else "param_copy"
+    return mode
+
+
 def wants_compute_copy(mode: str, compute_dtype: Any) -> bool:
     """Whether ``model.bf16_compute`` = `mode` asks for a compute copy at `compute_dtype`: only for bf16
     (fp32 runs have nothing to cast; fp16 would need loss scaling, which autocast runs get elsewhere).
-    ``auto`` is resolved by the run config (autocast under FSDP); one that reaches here unresolved comes
-    from a config built without validation, never an FSDP run, and means the copy."""
+    ``auto`` means the copy here: the trainer turns it into autocast before it shards (`bf16_compute_for`),
+    and the SFT commands run in one process."""
     return mode in ("param_copy", "auto") and compute_dtype == torch.bfloat16

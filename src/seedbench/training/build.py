@@ -33,6 +33,7 @@ from seedbench.training.starting_model import starting_model_name
 from seedbench.engines.factory import close_engine, make_engine
 from seedbench.envs.pool import EnvPool
 from seedbench.envs.processes import available_cpus
+from seedbench.models.compute_copy import bf16_compute_for
 from seedbench.models.policy import load_policy
 from seedbench.rollout import continuous as async_rollout, lockstep as rollout
 
@@ -176,6 +177,7 @@ def build_run(config: RunConfig, run_dir: RunDir | None, parallel: SingleProcess
     # ``seedbench eval`` builds the agent for its eval prompt hook only: no rollout sampling in its context
     context = AgentContext(policy, engine, env, run_dir, config, sampling if training else None)
     agent = agent_cls(agent_cfg, context) if agent_cls is not None else None
+    policy.bf16_compute = bf16_compute_for(policy.bf16_compute, config.distributed.strategy)
     parallel.shard_model(policy.model)  # fsdp: after the engine's copy, before the optimizer
     parts = RunParts(config, entry, env, max_steps, history_length, sampling, needs_reference, policy, engine,
                      parallel.shard_rollout(rollout), context, agent, None)
