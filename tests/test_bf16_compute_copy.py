@@ -258,8 +258,8 @@ def test_auto_is_the_copy_except_under_fsdp(tmp_path):
     base = {"env": "choice", "model": {"name": "tiny"}}
     assert build_config(overrides=base).model.bf16_compute == "auto"
     assert build_config(overrides={**base, "distributed": {"strategy": "fsdp"}}).model.bf16_compute == "auto"
-    assert [bf16_compute_for("auto", s) for s in ("ddp", "fsdp")] == ["param_copy", "autocast"]
-    assert bf16_compute_for("autocast", "ddp") == "autocast" and bf16_compute_for("param_copy", "ddp") == "param_copy"
+    assert [bf16_compute_for("auto", sharded) for sharded in (False, True)] == ["param_copy", "autocast"]
+    assert bf16_compute_for("autocast") == "autocast" and bf16_compute_for("param_copy") == "param_copy"
     assert wants_compute_copy("auto", torch.bfloat16) and not wants_compute_copy("auto", torch.float32)
     trainer = _trainer(tmp_path, "auto")
     assert trainer.policy.bf16_compute == "param_copy"

@@ -69,17 +69,16 @@ class ComputeCopy:
             low.grad = None
 
 
-def bf16_compute_for(mode: str, strategy: str) -> str:
-    """What ``model.bf16_compute`` = `mode` means under ``distributed.strategy`` = `strategy`: ``auto`` is
-    the copy, except under FSDP, whose sharded parameters a copy cannot pair, where it is autocast."""
+def bf16_compute_for(mode: str, sharded: bool = False) -> str:
+    """What ``model.bf16_compute`` = `mode` means for a model that is (FSDP) or is not `sharded`: ``auto`` is
+    the copy, except for sharded parameters, which a copy cannot pair, where it is autocast. The trainer
+    settles its policy's mode before it shards; the SFT commands run in one process, never sharded."""
     if mode == "auto":
-        return "autocast" if strategy == "fsdp" else "param_copy"
+        return "autocast" if sharded else "param_copy"
     return mode
 
 
 def wants_compute_copy(mode: str, compute_dtype: Any) -> bool:
     """Whether ``model.bf16_compute`` = `mode` asks for a compute copy at `compute_dtype`: only for bf16
-    (fp32 runs have nothing to cast; fp16 would need loss scaling, which autocast runs get elsewhere).
-    ``auto`` means the copy here: the trainer turns it into autocast before it shards (`bf16_compute_for`),
-    and the SFT commands run in one process."""
-    return mode in ("param_copy", "auto") and compute_dtype == torch.bfloat16
+    (fp32 runs have nothing to cast; fp16 would need loss scaling, which autocast runs get elsewhere)."""
+    return bf16_compute_for(mode) == "param_copy" and compute_dtype == torch.bfloat16

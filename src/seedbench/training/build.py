@@ -169,6 +169,7 @@ def build_run(config: RunConfig, run_dir: RunDir | None, parallel: SingleProcess
     # One rule, asked before the model loads: load the reference exactly when updates will use it.
     needs_reference = training and agent_cls.needs_reference(agent_cfg)
     policy = load_policy(model_config or config.model, need_reference=needs_reference, seed=config.seed)
+    policy.bf16_compute = bf16_compute_for(policy.bf16_compute, sharded=config.distributed.strategy == "fsdp")
     if weights is not None:
         policy.model.load_state_dict(load_torch_file(weights, map_location=policy.device))
     parallel.prepare_model(policy.model, config.seed)  # rank 0's weights on every rank
@@ -177,7 +178,6 @@ def build_run(config: RunConfig, run_dir: RunDir | None, parallel: SingleProcess
     # ``seedbench eval`` builds the agent for its eval prompt hook only: no rollout sampling in its context
     context = AgentContext(policy, engine, env, run_dir, config, sampling if training else None)
     agent = agent_cls(agent_cfg, context) if agent_cls is not None else None
-    policy.bf16_compute = bf16_compute_for(policy.bf16_compute, config.distributed.strategy)
     parallel.shard_model(policy.model)  # fsdp: after the engine's copy, before the optimizer
     parts = RunParts(config, entry, env, max_steps, history_length, sampling, needs_reference, policy, engine,
                      parallel.shard_rollout(rollout), context, agent, None)
