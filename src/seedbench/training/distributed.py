@@ -25,6 +25,8 @@ tensor (``distributed.strategy: ddp``). Models too big for one device use ``dist
 
 from __future__ import annotations
 
+import atexit
+import gc
 import math
 import os
 from dataclasses import dataclass
@@ -149,6 +151,7 @@ class DataParallel(SingleProcess):
             torch.cuda.set_device(int(os.environ.get("LOCAL_RANK", 0)))
         if not dist.is_initialized():
             dist.init_process_group(backend=backend)
+            atexit.register(collect_process_group_holders)
         self.rank, self.world_size = dist.get_rank(), dist.get_world_size()
         self.is_main = self.rank == 0
 
@@ -253,6 +256,17 @@ class DataParallel(SingleProcess):
     def close(self) -> None:
         if self.dist.is_initialized():
             self.dist.destroy_process_group()
+
+
+def collect_process_group_holders() -> None:
+    """Free, while the interpreter is still whole, the objects that keep a destroyed process group alive.
+
+    `destroy_process_group` unregisters the groups, but an FSDP-sharded model still holds them (its DTensors'
+    device mesh, its parameter groups), and the model sits in reference cycles (module hooks), so without a
+    collection it is freed only during interpreter shutdown; gloo's group destroyed there aborts the process
+    now and then ("terminate called without an active exception") after the run has finished. Registered
+    at exit once the group is made, so it runs after the entry point has returned and dropped its trainer."""
+    gc.collect()
 
 
 class RunDirReader(RunDir):
