@@ -69,6 +69,36 @@ def test_the_copy_is_bf16_tied_and_follows_the_masters_mode(tmp_path):
     trainer.close()
 
 
+def test_a_forward_patched_onto_the_master_instance_does_not_make_a_copy_run_the_master(tmp_path):
+    """TRL's SFTTrainer replaces the model instance's ``forward`` by a wrapper closing over the original bound
+    forward; copied as it is, a copy's forward would run the master's fp32 weights."""
+    import functools
+    import types
+
+    trainer = _trainer(tmp_path, "patched")
+    master = trainer.policy.model
+    original = master.forward
+
+    @functools.wraps(original)
+    def wrapped(self, *args, **kwargs):
+        return original(*args, **kwargs)  # the master's bound forward, whatever `self` is
+
+    master.forward = types.MethodType(wrapped, master)
+    low = ComputeCopy(master, torch.bfloat16).model
+    ids = torch.tensor([[5, 6, 7, 8]])
+    logits = low(input_ids=ids).logits
+    assert logits.dtype == torch.bfloat16  # computed by the copy's bf16 weights
+    logits.float().sum().backward()
+    assert all(p.grad is None for p in master.parameters())
+    assert low.model.norm.weight.grad is not None and low.model.norm.weight.grad.dtype == torch.bfloat16
+    assert master(input_ids=ids).logits.dtype == torch.float32  # the master keeps its patch
+    from seedbench.models.weights import frozen_copy
+
+    with torch.no_grad():  # a frozen copy (generation, KL reference) computes with its own weights as well
+        assert frozen_copy(master, torch.bfloat16)(input_ids=ids).logits.dtype == torch.bfloat16
+    trainer.close()
+
+
 def test_one_step_agrees_with_fp32_and_keeps_master_weights_and_adamw_state_fp32(tmp_path):
     """The same batch and initial weights, one real AdamW step each way. AdamW's first step is
     ``lr · g / |g|`` per element, so the step itself cannot be compared with bf16 gradients on elements whose
@@ -233,12 +263,20 @@ def test_sft_trains_through_the_copy_with_fp32_master_weights(tiny_tokenizer, tm
     for mode in ("fp32", "param_copy"):
         policy = load_policy(ModelConfig(name="tiny"), need_reference=False)
         initial = _weights(policy.model)
+        # (autograd on?, the weights' dtype) of every pass through the final norm; the copy inherits the hook
+        passes = []
+        policy.model.model.norm.register_forward_hook(
+            lambda module, *_, passes=passes: passes.append((torch.is_grad_enabled(), module.weight.dtype)))
         if mode == "param_copy":
             policy.compute_dtype, policy.bf16_compute = torch.bfloat16, "param_copy"
             assert mixed_precision(policy) == {"bf16": False, "fp16": False}  # no Trainer autocast on top
         metrics = fine_tune(policy, rows, rows[:2], SFTSettings(epochs=1, lr=1e-3, batch_size=2), tmp_path / mode)
         assert metrics["sft_steps"] == 2
         after[mode] = _weights(policy.model)
+        # fp32 trains the master itself; through the copy, the master only answers the validation passes
+        trained_on = {dtype for grad, dtype in passes if grad}
+        assert trained_on == ({torch.float32} if mode == "fp32" else {torch.bfloat16})
+        assert {dtype for grad, dtype in passes if not grad} == {torch.float32}
     assert metrics["precision"] == "bf16 param copy"
     assert all(p.dtype == torch.float32 for p in policy.model.parameters())
     assert policy.compute_copy() is not None

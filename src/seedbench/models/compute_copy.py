@@ -16,15 +16,17 @@ The copy instead holds the weights in the compute dtype outright, as verl's FSDP
 
 Only parameters are cast: buffers (RoPE's inverse frequencies) keep their dtype, as under autocast. A
 parameter shared by two modules (tied embeddings) stays one parameter in the copy. LoRA works unchanged:
-the copy is the same peft model, and only parameters with ``requires_grad`` get gradients.
+the copy is the same peft model, and only parameters with ``requires_grad`` get gradients. A ``forward``
+patched onto a master module's instance is not carried over (`seedbench.models.weights.model_copy`).
 """
 
 from __future__ import annotations
 
-import copy
 from typing import Any
 
 import torch
+
+from seedbench.models.weights import model_copy
 
 
 class ComputeCopy:
@@ -36,7 +38,7 @@ class ComputeCopy:
         # and maps a tied parameter's two uses to one new parameter
         memo = {id(p): torch.nn.Parameter(p.detach().to(dtype), requires_grad=p.requires_grad)
                 for p in master.parameters()}
-        self.model = copy.deepcopy(master, memo)
+        self.model = model_copy(master, memo)  # without forwards patched onto the master's instances
         names = [name for name, _ in master.named_parameters()]
         if names != [name for name, _ in self.model.named_parameters()]:
             raise RuntimeError("the compute copy's parameters do not match the master's")
@@ -67,6 +69,11 @@ class ComputeCopy:
             else:
                 master.grad.add_(low.grad)
             low.grad = None
+
+
+REVISION = 2
+"""Part of a starting model's cache key when it is built through the copy: changed whenever what the copy
+computes changes, so a checkpoint cached by an earlier copy is not taken for one this copy would build."""
 
 
 def bf16_compute_for(mode: str, sharded: bool = False) -> str:

@@ -43,9 +43,23 @@ def merged_weights(model: Any) -> Iterator[tuple[str, Any]]:
 
 def merged_copy(model: Any) -> Any:
     """A plain transformers model with `model`'s weights (LoRA merged); `model` is not modified."""
+    duplicate = model_copy(model)
+    return duplicate.merge_and_unload() if is_lora(model) else duplicate
+
+
+def model_copy(model: Any, memo: dict | None = None) -> Any:
+    """``copy.deepcopy(model, memo)`` that computes with its own weights.
+
+    A ``forward`` patched onto a module instance is dropped from the copy, so the class's forward runs:
+    such a patch (TRL's SFTTrainer wraps the model's forward to fuse its LM head) is a function closing over
+    the original module's bound forward, and deepcopy keeps functions as they are, so the copy would run
+    the original's weights."""
     import copy
 
-    return copy.deepcopy(model).merge_and_unload() if is_lora(model) else copy.deepcopy(model)
+    duplicate = copy.deepcopy(model, memo)
+    for module in duplicate.modules():
+        vars(module).pop("forward", None)
+    return duplicate
 
 
 def frozen_copy(model: Any, dtype: Any) -> Any:

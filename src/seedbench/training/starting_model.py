@@ -43,11 +43,11 @@ def cache_key(kind: str, config: RunConfig, base_name: str, settings: dict[str, 
     facts = {"kind": kind, "base": base_identity(base_name), "env": config.env, "env_kwargs": config.env_kwargs,
              "history_length": config.rollout.history_length, "max_steps": config.rollout.max_steps,
              "dtype": config.model.dtype, "seed": config.seed, "settings": settings, "seedbench": __version__}
-    from seedbench.models.compute_copy import bf16_compute_for  # imports torch: not at this module's import
+    from seedbench.models.compute_copy import REVISION, bf16_compute_for  # imports torch: not at module import
 
     mode = bf16_compute_for(config.model.bf16_compute)  # what the step's SFT (one process) computes with
     if mode != "autocast":  # bf16 rounding differs; absent = autocast, so the keys of checkpoints built
-        facts["bf16_compute"] = mode  # before the option still match
+        facts["bf16_compute"] = f"{mode}-{REVISION}" if mode == "param_copy" else mode  # before the option match
     return hashlib.sha256(json.dumps(facts, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 
