@@ -1,11 +1,13 @@
-"""Update benchmark: the plain update vs the optimised one on the README quick start's batch, and SEED's
-update vs GRPO's at equal work.
+"""Update benchmark: the plain update vs the optimised one on a quick-start batch, and SEED's update vs
+GRPO's at equal work.
 
     python benchmarks/update_speed.py [--model smollm2-135m] [--dtype auto|fp32|bf16] [--repeats 2] [--batch PATH] [--singles]
                                       [--seed-repeats 1] [--out benchmarks/results/update_speed.json]
 
-The batch is one real rollout of `configs/quickstart_cpu.yaml` (GRPO, Sokoban, 2 tasks × 2 episodes of
-≤ 4 steps, 24 new tokens: ~16 step samples of ~400 prompt + 24 response tokens), recorded once into
+The batch is by default one real rollout of `configs/quickstart_cpu.yaml`, the Sokoban smoke recipe (GRPO,
+2 tasks × 2 episodes of ≤ 4 steps, 24 new tokens: ~16 step samples of ~400 prompt + 24 response tokens;
+the figures in docs/performance.md that name no recipe use it); the README quick start's batch is
+``--config configs/quickstart_frozenlake.yaml --set env=frozenlake-neighbours warm_start.demos=0``. Recorded once into
 `--batch` (default: the seedbench cache) and replayed, so every variant updates the same samples from
 the same weights with a fresh AdamW. Variants, timed interleaved (A, B, A, B, …; the median is kept):
 
@@ -61,7 +63,7 @@ def replay_parser(doc: str, repeats_help: str, repeats: int, out: str) -> argpar
     """The options of the benchmarks that replay one recorded rollout (this one, analysis_speed, prefill_speed)."""
     p = argparse.ArgumentParser(description=doc.split("\n")[0])
     p.add_argument("--model", default="smollm2-135m")
-    p.add_argument("--config", default=str(QUICKSTART), help="recipe of the recorded rollout (the README quick start)")
+    p.add_argument("--config", default=str(QUICKSTART), help="recipe of the recorded rollout (default: the Sokoban smoke recipe)")
     p.add_argument("--repeats", type=int, default=repeats, help=repeats_help)
     p.add_argument("--batch", default=None, help="recorded batch (pickle); recorded there when missing")
     p.add_argument("--dtype", default="auto", choices=DTYPES,
@@ -103,10 +105,21 @@ def make_trainer(args, agent: str, out: Path):
 
 
 def batch_path(args) -> Path:
-    """Where the replayed rollout is kept: `--batch`, else the benchmark cache's file for `--model`."""
+    """Where the replayed rollout is kept: `--batch`, else the benchmark cache's file for `--model`, `--config`
+    and `--set` together, so a batch recorded under another recipe is never replayed for this one (the
+    default recipe keeps the plain name ``update_batch_<model>.pkl``)."""
+    import hashlib
+    import json
+
     from seedbench.paths import cache_dir
 
-    return Path(args.batch) if args.batch else cache_dir("benchmarks") / f"update_batch_{args.model}.pkl"
+    if args.batch:
+        return Path(args.batch)
+    recipe = [str(Path(args.config).resolve()) if args.config else "", sorted(args.set)]
+    if recipe == [str(QUICKSTART), []] and "/" not in args.model:
+        return cache_dir("benchmarks") / f"update_batch_{args.model}.pkl"
+    key = hashlib.sha256(json.dumps([args.model, *recipe]).encode()).hexdigest()[:16]
+    return cache_dir("benchmarks") / f"update_batch_{key}.pkl"
 
 
 def record_batch(trainer, path: Path):

@@ -141,3 +141,17 @@ def test_bf16_speed_times_the_warm_start_sft_on_three_sides(tmp_path, capsys):
     assert all(len(v) == 1 and v[0] > 0 for v in sft["seconds"].values())
     assert sft["param_copy_vs_autocast"] == pytest.approx(sft["median_s"]["bf16"] / sft["median_s"]["param_copy"])
     assert "warm-start SFT" in capsys.readouterr().out
+
+
+def test_a_recorded_batch_is_replayed_only_for_its_own_recipe(monkeypatch, tmp_path):
+    monkeypatch.setenv("SEEDBENCH_CACHE", str(tmp_path))
+    update_speed = _load("update_speed")
+    parse = update_speed.replay_parser("doc", "repeats", 1, "out.json").parse_args
+    default = update_speed.batch_path(parse([]))
+    assert default.name == "update_batch_smollm2-135m.pkl"
+    frozenlake = ["--config", "configs/quickstart_frozenlake.yaml"]
+    paths = {update_speed.batch_path(parse(argv)) for argv in (
+        [], frozenlake, frozenlake + ["--set", "env=frozenlake-neighbours"], ["--model", "tiny"],
+        ["--model", str(tmp_path / "checkpoint")])}
+    assert len(paths) == 5 and all(p.parent == default.parent and "/" not in p.name for p in paths)
+    assert str(update_speed.batch_path(parse(["--batch", "mine.pkl"]))) == "mine.pkl"
