@@ -63,6 +63,39 @@ def test_sample_layout_maps_global_minibatches_to_each_ranks_samples():
     assert one.local([2, 0]) == [2, 0] and one.micro_batches([2, 0, 1], 2) == 2
 
 
+_CYCLE_HOLDING_THE_GROUP = """
+import sys
+import torch.distributed as dist
+from seedbench.training.distributed import DataParallel
+
+class Holder:  # as an FSDP-sharded model: holds the group, lives in a reference cycle
+    def __init__(self):
+        self.group, self.me = dist.group.WORLD, self
+    def __del__(self):
+        print("holder freed while finalizing:", sys.is_finalizing(), flush=True)
+
+group = DataParallel()
+Holder()
+group.close()
+"""
+
+
+def test_what_holds_a_destroyed_group_is_freed_before_interpreter_shutdown(tmp_path):
+    """A process group that outlives `destroy_process_group` in a reference cycle (an FSDP-sharded model) was
+    freed during interpreter shutdown, where gloo aborted a rank now and then; the exit hook frees it first."""
+    import socket
+
+    with socket.socket() as probe:  # a free port for the one-rank group's store
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    env = {**_env(), "RANK": "0", "WORLD_SIZE": "1", "LOCAL_RANK": "0", "MASTER_ADDR": "127.0.0.1",
+           "MASTER_PORT": str(port)}
+    result = subprocess.run([sys.executable, "-c", _CYCLE_HOLDING_THE_GROUP], env=env, capture_output=True,
+                            text=True, timeout=120, cwd=tmp_path)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert "holder freed while finalizing: False" in result.stdout, result.stdout + result.stderr[-2000:]
+
+
 def test_fsdp_pads_the_rank_with_fewer_micro_batches_and_shards_the_blocks(tiny_tokenizer):
     from seedbench.models.tiny import tiny_model
     from seedbench.training.fsdp import PassCountingLayout, ShardedDataParallel, transformer_blocks
