@@ -46,8 +46,9 @@ def cache_key(kind: str, config: RunConfig, base_name: str, settings: dict[str, 
     from seedbench.models.compute_copy import REVISION, bf16_compute_for  # imports torch: not at module import
 
     mode = bf16_compute_for(config.model.bf16_compute)  # what the step's SFT (one process) computes with
-    if mode != "autocast":  # bf16 rounding differs; absent = autocast, so the keys of checkpoints built
-        facts["bf16_compute"] = f"{mode}-{REVISION}" if mode == "param_copy" else mode  # before the option match
+    # bf16 rounding differs by mode; absent = autocast, so checkpoints built before the option keep their keys
+    if mode != "autocast":
+        facts["bf16_compute"] = f"{mode}-{REVISION}" if mode == "param_copy" else mode
     return hashlib.sha256(json.dumps(facts, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 
