@@ -91,6 +91,16 @@ def one_torch_thread():
     torch.set_num_threads(threads)
 
 
+@pytest.fixture
+def free_port() -> int:
+    """A local TCP port nothing listens on now (for a server or a process group's store)."""
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
 @pytest.fixture(scope="session")
 def tiny_tokenizer():
     from seedbench.models.tiny import tiny_tokenizer

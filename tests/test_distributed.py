@@ -80,16 +80,11 @@ group.close()
 """
 
 
-def test_what_holds_a_destroyed_group_is_freed_before_interpreter_shutdown(tmp_path):
+def test_what_holds_a_destroyed_group_is_freed_before_interpreter_shutdown(tmp_path, free_port):
     """A process group that outlives `destroy_process_group` in a reference cycle (an FSDP-sharded model) was
     freed during interpreter shutdown, where gloo aborted a rank now and then; the exit hook frees it first."""
-    import socket
-
-    with socket.socket() as probe:  # a free port for the one-rank group's store
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
     env = {**_env(), "RANK": "0", "WORLD_SIZE": "1", "LOCAL_RANK": "0", "MASTER_ADDR": "127.0.0.1",
-           "MASTER_PORT": str(port)}
+           "MASTER_PORT": str(free_port)}
     result = subprocess.run([sys.executable, "-c", _CYCLE_HOLDING_THE_GROUP], env=env, capture_output=True,
                             text=True, timeout=120, cwd=tmp_path)
     assert result.returncode == 0, result.stderr[-2000:]

@@ -234,16 +234,13 @@ def synthetic_run(path: Path, iterations: int, groups: int, group_size: int, ste
     return path
 
 
-def test_serve_serves_the_viewer_on_localhost(tmp_path):
+def test_serve_serves_the_viewer_on_localhost(tmp_path, free_port):
     import os
-    import socket
     import sys
     import urllib.request
 
     run = synthetic_run(tmp_path / "run", iterations=1, groups=1, group_size=2, steps=1)
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
+    port = free_port
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1] / "src")}
     server = subprocess.Popen([sys.executable, "-m", "seedbench.cli", "view", str(run), "--serve", "--port", str(port)],
                               stdout=subprocess.PIPE, text=True, env=env)

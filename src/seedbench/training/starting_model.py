@@ -45,10 +45,10 @@ def cache_key(kind: str, config: RunConfig, base_name: str, settings: dict[str, 
              "dtype": config.model.dtype, "seed": config.seed, "settings": settings, "seedbench": __version__}
     from seedbench.models.compute_copy import REVISION, bf16_compute_for  # imports torch: not at module import
 
-    mode = bf16_compute_for(config.model.bf16_compute)  # what the step's SFT (one process) computes with
-    # bf16 rounding differs by mode; absent = autocast, so checkpoints built before the option keep their keys
-    if mode != "autocast":
-        facts["bf16_compute"] = f"{mode}-{REVISION}" if mode == "param_copy" else mode
+    # what the step's SFT (one process) computes with: autocast or the copy, whose rounding differs; absent =
+    # autocast, so checkpoints built before the option keep their keys
+    if bf16_compute_for(config.model.bf16_compute) == "param_copy":
+        facts["bf16_compute"] = f"param_copy-{REVISION}"
     return hashlib.sha256(json.dumps(facts, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 
