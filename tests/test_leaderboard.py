@@ -376,7 +376,7 @@ def make_study(root: Path) -> Path:
             run = root / f"choice__{arm}__tiny__s{seed}"
             write_arm(run, arm, agent, "study", overrides)
             synthetic.write_run(run, env="choice", agent=agent, seed=seed, iterations=6,
-                                env_id="seedbench/TwoChoice-v0", final_success=0.1 if arm == "control" else None)
+                                env_id="seedbench/TwoChoice-v0", final_success=0.95 if arm == "control" else None)
     return root
 
 
@@ -422,9 +422,16 @@ def test_study_board_is_built_beside_the_paper_rows(study):
     assert "91.8 (macro, 1 seed)" in readme  # the shipped paper rows are still there
     board = readme.split("## choice · tiny · 6 updates · cpu-study")[1]
     ours = board.split("### Paper-reported")[0]
-    rows = {line.split(" | ")[1]: line for line in ours.splitlines() if line.startswith("| ") and line[2].isdigit()}
+    table = [line for line in ours.splitlines() if line.startswith("| ") and not line.startswith("| rank")
+             and not line.startswith("|--")]
+    rows = {line.split(" | ")[1]: line for line in table}
     assert set(rows) == {"control", "grpo", "seed", "seed-no-opd"}
     assert "| grpo (arm control) |" in rows["control"] and "| baseline |" in rows["grpo"]
+    # the learning arms are ranked 1..3 by their mean; the lr=0 control, the highest mean here, comes last, unranked
+    assert np.mean(_finals(exp, "control")) > np.mean(_finals(exp, "seed")) > np.mean(_finals(exp, "grpo"))
+    assert [line.split(" | ")[0] for line in table] == ["| 1", "| 2", "| 3", "| control"]
+    assert [line.split(" | ")[1] for line in table][2:] == ["grpo", "control"]
+    assert "no-learning controls" in ours
     assert ("model tiny, step limit 1, updates 6, tasks/batch 4, group 2, eval tasks 16, eval temperature 0.4, "
             "seeds 0 1 2, commit 0000000000, set optim.lr=0") in rows["control"]
     csv_rows = [line.split(",") for line in (root / "leaderboard.csv").read_text().splitlines()

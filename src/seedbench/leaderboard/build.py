@@ -32,7 +32,7 @@ from seedbench.report.document import (
 from seedbench.report.html import to_html
 
 CSV_COLUMNS = ("board", "source", "submission", "method", "agent", "model", "metric", "n_seeds", "mean", "low",
-               "high", "iqm", "std", "average", "poi_vs_baseline", "poi_low", "poi_high", "reproduced")
+               "high", "iqm", "std", "average", "poi_vs_baseline", "poi_low", "poi_high", "reproduced", "control")
 
 
 class BuildError(ValueError):
@@ -46,6 +46,18 @@ def _final_values(sub: Submission, metric: str) -> list[float]:
 def _arm(sub: Submission) -> str:
     """The submission's arm: an experiment arm's label, else its agent."""
     return str(sub.summary.get("arm") or sub.summary.get("agent", ""))
+
+
+def is_control(summary: dict[str, Any]) -> bool:
+    """A no-learning control: a run whose recorded overrides set the learning rate to 0. Its score is what the
+    starting checkpoint earns, a reference line for the methods, so the board lists it unranked."""
+    overrides = summary.get("overrides")
+    if not isinstance(overrides, dict) or "optim.lr" not in overrides:
+        return False
+    try:
+        return float(overrides["optim.lr"]) == 0.0
+    except (TypeError, ValueError):
+        return False
 
 
 def _baseline(board: Board, subs: list[Submission]) -> Submission | None:
@@ -97,7 +109,7 @@ def board_rows(board: Board, subs: list[Submission]) -> list[dict[str, Any]]:
                          "average": "micro" if metric.endswith("_micro") else ("macro" if metric.endswith("_macro") else ""),
                          "poi_vs_baseline": agg["poi"], "poi_low": agg["poi_low"], "poi_high": agg["poi_high"],
                          "reproduced": bool(sub.metadata.get("reproduced")), "is_baseline": sub is base,
-                         "protocol": seedbench_protocol_text(sub.summary)})
+                         "control": is_control(sub.summary), "protocol": seedbench_protocol_text(sub.summary)})
     return rows
 
 
@@ -212,7 +224,8 @@ def board_section(board: Board, subs: list[Submission]) -> Section:
         by_sub: dict[str, dict[str, dict[str, Any]]] = {}
         for row in rows:
             by_sub.setdefault(row["submission"], {})[row["metric"]] = row
-        order = sorted(by_sub, key=lambda name: (-_nan_low(by_sub[name][board.primary_metric]["mean"]), name))
+        primary = {name: by_sub[name][board.primary_metric] for name in by_sub}
+        order = sorted(by_sub, key=lambda name: (primary[name]["control"], -_nan_low(primary[name]["mean"]), name))
         header = ["rank", "method", "agent", "seeds", f"{md_escape(_short(board.primary_metric))} % [95% CI]", "IQM %"]
         others = [m for m in board.metrics if m != board.primary_metric]
         header += [f"{md_escape(_short(m))} % [95% CI]" for m in others]
@@ -220,10 +233,11 @@ def board_section(board: Board, subs: list[Submission]) -> Section:
                    "submission"]
         table_rows = []
         subs_by_name = {s.name: s for s in subs}
-        for rank, name in enumerate(order, 1):
-            r = by_sub[name][board.primary_metric]
+        ranks = iter(range(1, len(order) + 1))
+        for name in order:
+            r = primary[name]
             agent = r["agent"] if r["arm"] == r["agent"] else f"{r['agent']} (arm {r['arm']})"
-            cells = [str(rank), md_escape(r["method"]), md_escape(agent), str(r["n_seeds"]),
+            cells = ["control" if r["control"] else str(next(ranks)), md_escape(r["method"]), md_escape(agent), str(r["n_seeds"]),
                      T.fmt_ci(r["mean"], r["low"], r["high"]),
                      T.fmt_pct(r["iqm"])]
             cells += [T.fmt_ci(by_sub[name][m]["mean"], by_sub[name][m]["low"], by_sub[name][m]["high"]) for m in others]
@@ -235,6 +249,9 @@ def board_section(board: Board, subs: list[Submission]) -> Section:
             table_rows.append(cells)
         numeric = [True, False, False] + [True] * (len(header) - 9) + [True, False, False, False, False, False]
         ours.add(Table(header, table_rows, numeric=numeric[:len(header)]))
+        if any(r["control"] for r in primary.values()):
+            ours.add(Text("Rows ranked \"control\" are no-learning controls (`optim.lr` 0): the starting checkpoint's "
+                          "score under the same loop, listed below the ranked rows, never ranked with them."))
     section.add(ours)
 
     papers = paper_rows(board, subs)
