@@ -2,6 +2,7 @@
 annotator errors are one clear line."""
 
 import json
+import shutil
 import threading
 from http.server import BaseHTTPRequestHandler, HTTPServer
 
@@ -92,6 +93,29 @@ def test_seed_starts_from_the_stage1_checkpoint_and_finds_its_library(stage1, tm
     assert trainer.agent.library is not None and len(trainer.agent.library.entries) == 12
     for ours, reference in zip(trainer.policy.model.parameters(), trainer.policy.ref_model.parameters()):
         assert torch.equal(ours.to(reference.dtype), reference)
+    trainer.close()
+
+
+@pytest.mark.parametrize("marker_path", ["as written", "absolute, of the build folder"])
+def test_a_moved_stage1_checkpoint_still_finds_its_library(stage1, tmp_path, marker_path):
+    """The starting-model cache builds stage 1 in a scratch folder and renames it into place: the checkpoint's
+    skill library must be found where the checkpoint is now, also from a marker that recorded the absolute
+    path of the folder it was built in (checkpoints cached before the marker recorded a relative path)."""
+    from seedbench.training.trainer import Trainer
+
+    moved = tmp_path / "cache" / "analyzer-sft-key"
+    shutil.copytree(stage1, moved)
+    marker_file = moved / "model" / MARKER
+    marker = json.loads(marker_file.read_text())
+    assert marker["annotations"] == "../annotations.jsonl"
+    if marker_path != "as written":
+        marker["annotations"] = str(tmp_path / ".analyzer-sft-key.building-1" / "annotations.jsonl")  # gone
+        marker_file.write_text(json.dumps(marker))
+    config = build_config(overrides={"env": "choice", "agent": "seed-static-skills", "iterations": 1,
+                                     "model": {"name": str(moved / "model")}, "output": str(tmp_path / "run"),
+                                     "rollout": {"max_new_tokens": 3, "tasks_per_batch": 1, "group_size": 2}})
+    trainer = Trainer(config)
+    assert len(trainer.agent.library.entries) == 12
     trainer.close()
 
 

@@ -187,7 +187,7 @@ class SEEDAgent(GRPOAgent):
     def _load_library(self):
         path = self.config.skill_library
         if not path and self.stage1 and self.stage1.get("annotations"):
-            path = self.stage1["annotations"]
+            path = self._stage1_annotations(self.stage1["annotations"])
         if not path:
             raise ConfigError("this agent retrieves skills from a library: pass --set algo.skill_library=<path to "
                               "annotations.jsonl> (written by `seedbench sft-analyzer`), or start from a stage-1 checkpoint")
@@ -195,6 +195,17 @@ class SEEDAgent(GRPOAgent):
             return SkillLibrary.load(path)
         except (FileNotFoundError, ValueError) as err:
             raise ConfigError(f"algo.skill_library: {err}") from err
+
+    def _stage1_annotations(self, recorded: str) -> str:
+        """The stage-1 checkpoint's annotations file. `seedbench sft-analyzer` writes it beside the model folder
+        and records its path relative to that folder; a marker that records an absolute path (older checkpoints)
+        may name where the build ran before the checkpoint was moved (the starting-model cache builds in a
+        scratch folder and renames it), so the file beside the model folder is taken when that path is gone."""
+        model_dir = Path(str(self.context.policy.source))
+        recorded_path = Path(recorded)
+        candidates = [recorded_path if recorded_path.is_absolute() else model_dir / recorded_path,
+                      model_dir.parent / recorded_path.name]
+        return str(next((p for p in candidates if p.is_file()), candidates[0]))
 
     def _frozen_engine(self):
         ctx, policy = self.context, self.context.policy

@@ -29,6 +29,7 @@ import argparse
 import dataclasses
 import datetime
 import json
+import os
 import random
 import sys
 import time
@@ -324,7 +325,7 @@ def run(args: Stage1Config, announce: bool = True) -> Path:
         "run_overrides": args.run_overrides, "base_model": args.model.name, "base_checksum": policy.checksum,
         "base_origin": checkpoint_origin(args.model.name), "seedbench_version": __version__,
         "time": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"), "annotator": args.annotator, "annotator_kind": annotator.kind,
-        "annotator_label": annotator.label, "annotations": str(annotations_path.resolve()),
+        "annotator_label": annotator.label, "annotations": os.path.relpath(annotations_path.resolve(), model_dir.resolve()),
         "trajectories": len(trajectories), "successful_trajectories": successes, "annotations_kept": len(examples),
         "train_examples": len(train_idx), "val_examples": len(val_idx), "rehearse_acting": args.rehearse_acting,
         "acting_examples": len(acting), "epochs": args.epochs, "lr": args.lr,
