@@ -48,16 +48,11 @@ def _arm(sub: Submission) -> str:
     return str(sub.summary.get("arm") or sub.summary.get("agent", ""))
 
 
-def is_control(summary: dict[str, Any]) -> bool:
-    """A no-learning control: a run whose recorded overrides set the learning rate to 0. Its score is what the
-    starting checkpoint earns, a reference line for the methods, so the board lists it unranked."""
-    overrides = summary.get("overrides")
-    if not isinstance(overrides, dict) or "optim.lr" not in overrides:
-        return False
-    try:
-        return float(overrides["optim.lr"]) == 0.0
-    except (TypeError, ValueError):
-        return False
+def _is_control(sub: Submission) -> bool:
+    """A no-learning control, by the reports' rule (`seedbench.report.tables.is_control_arm`): its score is what
+    the starting checkpoint earns, a reference line for the methods, so the board lists it unranked."""
+    overrides = sub.summary.get("overrides")
+    return T.is_control_arm(_arm(sub), [overrides if isinstance(overrides, dict) else {}])
 
 
 def _baseline(board: Board, subs: list[Submission]) -> Submission | None:
@@ -109,7 +104,7 @@ def board_rows(board: Board, subs: list[Submission]) -> list[dict[str, Any]]:
                          "average": "micro" if metric.endswith("_micro") else ("macro" if metric.endswith("_macro") else ""),
                          "poi_vs_baseline": agg["poi"], "poi_low": agg["poi_low"], "poi_high": agg["poi_high"],
                          "reproduced": bool(sub.metadata.get("reproduced")), "is_baseline": sub is base,
-                         "control": is_control(sub.summary), "protocol": seedbench_protocol_text(sub.summary)})
+                         "control": _is_control(sub), "protocol": seedbench_protocol_text(sub.summary)})
     return rows
 
 
@@ -250,8 +245,9 @@ def board_section(board: Board, subs: list[Submission]) -> Section:
         numeric = [True, False, False] + [True] * (len(header) - 9) + [True, False, False, False, False, False]
         ours.add(Table(header, table_rows, numeric=numeric[:len(header)]))
         if any(r["control"] for r in primary.values()):
-            ours.add(Text("Rows ranked \"control\" are no-learning controls (`optim.lr` 0): the starting checkpoint's "
-                          "score under the same loop, listed below the ranked rows, never ranked with them."))
+            ours.add(Text("Rows ranked \"control\" are no-learning controls (`optim.lr` 0, or an arm named control…): "
+                          "the starting checkpoint's score under the same loop, listed below the ranked rows, never "
+                          "ranked with them."))
     section.add(ours)
 
     papers = paper_rows(board, subs)

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from typing import Any, Iterable, Sequence
+from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np
 
@@ -455,10 +455,16 @@ update, and the whole iteration."""
 def is_control(arm: str, runs: Sequence[Run]) -> bool:
     """A no-learning control arm: its name starts with ``control``, or every run of it was started with
     ``optim.lr`` 0 (as its ``arm.json`` records)."""
+    return is_control_arm(arm, [r.arm_set for r in runs])
+
+
+def is_control_arm(arm: str, overrides: Sequence[Mapping[str, Any]]) -> bool:
+    """`is_control` from an arm's name and the recorded overrides of each of its runs (one mapping a run);
+    the leaderboard applies it to a submission's arm and overrides."""
     if arm.lower().startswith("control"):
         return True
-    rates = [r.arm_set.get("optim.lr") for r in runs]
-    return bool(runs) and all(isinstance(v, (int, float)) and not isinstance(v, bool) and v == 0 for v in rates)
+    rates = [o.get("optim.lr") for o in overrides]
+    return bool(overrides) and all(isinstance(v, (int, float)) and not isinstance(v, bool) and v == 0 for v in rates)
 
 
 def arms_table(runs: Sequence[Run]) -> list[dict[str, Any]]:
