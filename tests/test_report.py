@@ -353,3 +353,37 @@ def test_report_cli_marks_named_arms_as_controls(study_dir, tmp_path):
     assert "| frozenlake | tiny | `seed-no-opd` | seed | algo.opd_coef=0 | 0, 1, 2, 3 | yes |" in md
     assert "| frozenlake | tiny | `grpo` | grpo | – | 0, 1, 2, 3 | no |" in md
     assert "| seed-no-opd (control) |" in md
+
+
+def test_archive_keeps_what_the_report_reads_and_rebuilds_the_same_tables(study_dir, tmp_path):
+    """The archive holds the report's logs of complete runs only (no checkpoint, no unfinished run), and the
+    report's tables built from the archive equal those built from the run directories."""
+    from seedbench.report.archive import archive_run_logs
+    from seedbench.report.data import results_frame
+
+    source = tmp_path / "runs"
+    shutil.copytree(study_dir, source)
+    seed_run = source / "frozenlake__seed__tiny__s0"
+    (seed_run / "final_model").mkdir()
+    (seed_run / "final_model" / "model.safetensors").write_bytes(b"\0" * 1024)
+    (seed_run / "episodes.jsonl").write_text("{}\n")
+    synthetic.write_run(source / "frozenlake__grpo__tiny__s7", env="frozenlake", stop_after=2, iterations=6)
+
+    result = archive_run_logs([source], tmp_path / "archive")
+
+    assert len(result.copied) == 16 and result.skipped == ["frozenlake__grpo__tiny__s7"]
+    kept = sorted(p.name for p in (tmp_path / "archive" / "frozenlake__seed__tiny__s0").iterdir())
+    assert kept == ["arm.json", "config.yaml", "eval.jsonl", "metrics.jsonl", "skills.jsonl", "summary.json"]
+    complete = [r for r in read_runs(source) if r.complete]
+    from_archive = read_runs(tmp_path / "archive")
+    assert [(r.arm, r.seed) for r in from_archive] == [(r.arm, r.seed) for r in complete]
+    assert results_frame(from_archive).equals(results_frame(complete))
+    assert archive_run_logs([source], tmp_path / "archive").copied == result.copied  # again: same files
+
+
+def test_report_cli_archive_flag(study_dir, tmp_path, capsys):
+    assert seedbench.report.main([str(study_dir), "--out", str(tmp_path / "r"), "--no-plots",
+                                  "--archive", str(tmp_path / "a")]) == 0
+    assert "archived 16 complete run(s)" in capsys.readouterr().out
+    assert seedbench.report.main([str(tmp_path / "a"), "--out", str(tmp_path / "r2"), "--no-plots"]) == 0
+    assert (tmp_path / "r" / "report.md").read_text() == (tmp_path / "r2" / "report.md").read_text()

@@ -462,6 +462,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--control", nargs="+", default=[], metavar="ARM",
                         help="arms to draw as no-learning controls (besides arms named control… or run with "
                              "optim.lr 0)")
+    parser.add_argument("--archive", metavar="DIR",
+                        help="also copy the logs this report reads (no checkpoints) of every complete run into "
+                             "DIR/<run id>/, so the report can be rebuilt from DIR alone")
     args = parser.parse_args(argv)
     if any(not 0 <= x <= 1 for x in args.reach):
         print("error: --reach values are success rates between 0 and 1 (e.g. 0.5)")
@@ -475,4 +478,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"error: {err}")
         return 2
     print(f"wrote {files.markdown}, {files.html}, {files.csv} ({len(files.figures)} figures)")
+    if args.archive:
+        from seedbench.report.archive import archive_run_logs
+
+        print(f"{archive_run_logs(args.paths, args.archive).summary} into {args.archive}")
     return 0

@@ -28,6 +28,8 @@ from seedbench.jsonio import read_json, read_jsonl
 BUDGET_COLUMNS = ("iteration", "trajectories", "env_steps", "generated_tokens")
 RESULT_COLUMNS = ("run", "env", "agent", "arm", "model", "seed", *BUDGET_COLUMNS, "metric", "value")
 _RUN_MARKERS = ("summary.json", "metrics.jsonl", "config.yaml")
+REPORT_FILES = ("summary.json", "config.yaml", "metrics.jsonl", "eval.jsonl", "skills.jsonl", "arm.json")
+"""Every file of a run directory that `read_run` and `Run.skills` read (``arm.json``: the experiment arm)."""
 _NOT_METRICS = {"iteration", *BUDGET_COLUMNS}
 
 
