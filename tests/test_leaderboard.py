@@ -479,3 +479,36 @@ def test_submit_experiment_usage_errors_are_one_line(study, capsys):
     assert lb.main(["submit-experiment", str(exp / "nothing-here"), "--root", str(root), "--authors", "A"]) == 2
     assert lb.main(["submit-experiment", str(exp), "--root", str(root / "missing"), "--authors", "A"]) == 2
     assert "no leaderboards directory" in capsys.readouterr().out
+
+
+def test_an_arm_with_fewer_seeds_than_the_board_asks_is_held_back_until_it_has_them(study, capsys):
+    """A study in progress: the control has one complete seed. The new board asks for 3 (not for the fewest
+    seeds of any arm, which would rank a one-seed arm among three-seed ones); the control is held back and
+    named; it joins once its seeds are done."""
+    root, exp = study
+    for seed in (1, 2):
+        (exp / f"choice__control__tiny__s{seed}" / "summary.json").unlink()  # unfinished runs
+    assert lb.main(["submit-experiment", str(exp), "--root", str(root), "--authors", "Ada", "--budget-label",
+                    "cpu-study", "--date", "2026-01-02"]) == 0
+    out = capsys.readouterr().out
+    assert "wrote 3 submission(s)" in out and "held back until they have 3 seeds: control (1 seed)" in out
+    assert yaml.safe_load((root / STUDY_BOARD / "board.yaml").read_text())["min_seeds"] == 3
+    assert not (root / STUDY_BOARD / "2026-01-02_control_tiny").exists()
+    assert lb.main(["validate", "--root", str(root)]) == 0
+
+    shutil.rmtree(exp)
+    make_study(exp)  # the control's seeds are done
+    result = lb.submit_experiment([exp], root=root, authors=["Ada"], budget_label="cpu-study", overwrite=True,
+                                  when=__import__("datetime").date(2026, 1, 2))
+    assert len(result.folders) == 4 and not result.held_back
+
+
+def test_min_seeds_is_set_when_the_board_is_created_and_no_arm_below_it_is_submitted(study, capsys):
+    root, exp = study
+    assert lb.main(["submit-experiment", str(exp), "--root", str(root), "--authors", "Ada", "--min-seeds", "4"]) == 2
+    out = capsys.readouterr().out
+    assert out.startswith("seedbench leaderboard: error: no arm has the 4 complete seeds the board asks for")
+    assert not any(p.name.startswith("choice") for p in root.iterdir())  # the new board is not left behind
+    result = lb.submit_experiment([exp], root=root, authors=["Ada"], min_seeds=2)
+    assert len(result.folders) == 4
+    assert yaml.safe_load((result.folders[0].parent / "board.yaml").read_text())["min_seeds"] == 2

@@ -59,6 +59,9 @@ def _parser() -> argparse.ArgumentParser:
     e.add_argument("--notes")
     e.add_argument("--date", help="YYYY-MM-DD for the folder names (default: today)")
     e.add_argument("--overwrite", action="store_true", help="replace existing folders of the same names")
+    e.add_argument("--min-seeds", type=int, default=3,
+                   help="seeds per submission a board this creates asks for (default 3); arms with fewer complete "
+                        "seeds are held back until they have them")
 
     v = sub.add_parser("validate", parents=[common], help="check submissions; prints every problem with its field path")
     v.add_argument("paths", nargs="*", help="submission or board folders (default: everything under --root)")
@@ -84,12 +87,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             if bad:
                 raise SubmitError(f"--method expects ARM=NAME, got {bad[0]!r}")
             when = date.fromisoformat(args.date) if args.date else None
-            folders = submit_experiment(args.paths, root=root, authors=args.authors, board=args.board,
+            result = submit_experiment(args.paths, root=root, authors=args.authors, board=args.board,
                                         budget_label=args.budget_label, title=args.title,
                                         methods=dict(m.split("=", 1) for m in args.method), compute=args.compute,
-                                        notes=args.notes, when=when, overwrite=args.overwrite)
-            print(f"wrote {len(folders)} submission(s) to {folders[0].parent}: "
-                  + ", ".join(f.name for f in folders) + "; run `seedbench leaderboard build` and commit them")
+                                        notes=args.notes, when=when, overwrite=args.overwrite,
+                                        min_seeds=args.min_seeds)
+            print(f"{result.describe()}; run `seedbench leaderboard build` and commit them")
             return 0
         if args.action == "validate":
             catalogue = load_catalogue(root, only=[Path(p) for p in args.paths] or None)

@@ -7,11 +7,17 @@ experiment's complete runs, finds or creates the board for their env × base mod
 every split, baseline ``grpo``), and writes ``<date>_<arm>_<model>/`` per arm (`submit.write_submission`):
 per-seed finals and curves, the protocol (model, step limit, updates, tasks per batch, group size, seeds,
 commit) and the arm's overrides. Nothing is written when any arm would not validate.
+
+A board asks for a number of seeds per submission (``min_seeds``; ``--min-seeds`` when the board is created,
+default 3). An arm with fewer complete seeds than that is held back, named in the result, and joins the board
+when its seeds are done (submit again with ``--overwrite``): a study in progress can publish its finished
+arms without ranking a one-seed arm among five-seed ones.
 """
 
 from __future__ import annotations
 
 import shutil
+from dataclasses import dataclass, field
 from datetime import date
 from pathlib import Path
 from typing import Any, Sequence
@@ -52,6 +58,23 @@ def board_definition(runs: list[Run], budget: dict[str, Any], title: str | None,
                      "a control arm shows what no learning scores."}
 
 
+@dataclass
+class StudySubmission:
+    folders: list[Path] = field(default_factory=list)  # one submission folder per arm written
+    held_back: dict[str, int] = field(default_factory=dict)  # arm -> its complete seeds, fewer than the board asks
+    min_seeds: int = 3
+
+    def describe(self) -> str:
+        text = ""
+        if self.folders:
+            text = (f"wrote {len(self.folders)} submission(s) to {self.folders[0].parent}: "
+                    + ", ".join(f.name for f in self.folders))
+        if self.held_back:
+            text += ("; " if text else "") + "held back until they have {} seeds: ".format(self.min_seeds) + ", ".join(
+                f"{arm} ({n} seed{'s' if n != 1 else ''})" for arm, n in self.held_back.items())
+        return text
+
+
 def submit_experiment(
     paths: Sequence[str | Path],
     *,
@@ -65,9 +88,11 @@ def submit_experiment(
     notes: str | None = None,
     when: date | None = None,
     overwrite: bool = False,
-) -> list[Path]:
+    min_seeds: int = 3,
+) -> StudySubmission:
     """One submission per arm of the complete runs under `paths` (one env × model), on `board` or on the
-    board their env, model and budget name (created when missing). Returns the folders written."""
+    board their env, model and budget name (created with `min_seeds` when missing). Arms with fewer complete
+    seeds than the board's ``min_seeds`` are held back (`StudySubmission.held_back`)."""
     root = Path(root)
     runs = [r for r in read_runs([Path(p) for p in paths]) if r.complete]
     if not runs:
@@ -89,17 +114,23 @@ def submit_experiment(
     created = not (path / BOARD_FILE).is_file()
     if created:
         path.mkdir(exist_ok=True)
-        seeds = min(len(rs) for rs in arms.values())
-        (path / BOARD_FILE).write_text(yaml.safe_dump(board_definition(runs, budget, title, min(3, seeds)),
+        if min_seeds < 1:
+            raise SubmitError(f"--min-seeds must be at least 1, got {min_seeds}")
+        (path / BOARD_FILE).write_text(yaml.safe_dump(board_definition(runs, budget, title, min_seeds),
                                                       sort_keys=False, allow_unicode=True))
     target, problems = load_board(path, root)
     if target is None:
         if created:
             shutil.rmtree(path)
         raise SubmitError(f"board {key!r} does not validate: " + "; ".join(map(str, problems)))
-    folders: list[Path] = []
+    result = StudySubmission(min_seeds=target.min_seeds)
+    folders = result.folders
     try:
         for arm, arm_runs in arms.items():
+            seeds = len({r.seed for r in arm_runs})
+            if seeds < target.min_seeds:
+                result.held_back[arm] = seeds
+                continue
             metadata = {"method": methods.get(arm, arm), "authors": list(authors), "paper": None, "code": None,
                         "compute": compute or _compute_text(arm_runs), "reproduced": False, "source": "seedbench"}
             if notes:
@@ -114,7 +145,12 @@ def submit_experiment(
     catalogue = load_catalogue(root, only=[path])
     if catalogue.problems:
         raise SubmitError("the board does not validate:\n" + "\n".join(f"  {p}" for p in catalogue.problems))
-    return folders
+    if not folders:
+        if created:
+            shutil.rmtree(path, ignore_errors=True)
+        raise SubmitError(f"no arm has the {target.min_seeds} complete seeds the board asks for ("
+                          + ", ".join(f"{a}: {n}" for a, n in result.held_back.items()) + ")")
+    return result
 
 
 def _compute_text(runs: list[Run]) -> str:
