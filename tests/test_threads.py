@@ -62,13 +62,40 @@ def test_passive_is_set_before_torch_loads(entry):
 
 def test_auto_decides_on_the_load_before_torch_loads():
     """Without a setting the CLI chooses by the machine's load at start (`threads.machine_shared`)."""
-    import os
-
+    before = threads.current_load()
     seen = probe("cli")
-    shared_now = os.getloadavg()[0] >= threads.SHARED_LOAD
-    # the load may cross the threshold between the two readings; only a clear case is asserted
-    if abs(os.getloadavg()[0] - threads.SHARED_LOAD) > 0.5:
-        assert seen["OMP_WAIT_POLICY"] == ("PASSIVE" if shared_now else None)
+    after = threads.current_load()
+    # the load may cross the threshold between the readings; only a clear case is asserted
+    if min(before, after) >= threads.SHARED_LOAD + 0.5 or max(before, after) <= threads.SHARED_LOAD - 0.5:
+        assert seen["OMP_WAIT_POLICY"] == ("PASSIVE" if before >= threads.SHARED_LOAD else None)
+
+
+def test_the_load_is_the_runnable_count_now_less_this_process(tmp_path):
+    """procs_running from /proc/stat, averaged over the samples, this process taken off; not the 1-minute
+    load average, which still counts a job that ended a minute ago."""
+    stat = tmp_path / "stat"
+    stat.write_text("cpu  1 2 3 4\nctxt 99\nprocs_running 3\nprocs_blocked 0\n")
+    assert threads.procs_running(str(stat)) == 3
+    assert threads.procs_running(str(tmp_path / "missing")) is None
+    stat.write_text("cpu  1 2 3 4\n")
+    assert threads.procs_running(str(stat)) is None
+    readings = iter([1, 3, 2, 1])  # alone, then two others, one other, alone
+    assert threads.other_runnable(lambda: next(readings), samples=4, interval_s=0) == 0.75
+    assert threads.other_runnable(lambda: None, samples=4, interval_s=0) is None
+    assert threads.other_runnable(lambda: 0, samples=2, interval_s=0) == 0  # never below zero
+    alone = threads.other_runnable(samples=5, interval_s=0.001)  # this machine, this test: a number of processes
+    assert alone is None or alone >= 0
+
+
+def test_an_idle_machine_after_a_busy_minute_is_not_shared(monkeypatch):
+    """The case the 1-minute load average gets wrong: it is high (a job just ended), nothing runs now."""
+    monkeypatch.setattr(threads.os, "getloadavg", lambda: (3.0, 2.0, 1.0))
+    monkeypatch.setattr(threads, "procs_running", lambda: 1)  # only this process
+    assert threads.configure({}) == {}
+    monkeypatch.setattr(threads, "procs_running", lambda: 2)  # one other busy process
+    assert threads.configure({}) == {"OMP_WAIT_POLICY": "PASSIVE"}
+    monkeypatch.setattr(threads, "procs_running", lambda: None)  # no /proc/stat: the load average decides
+    assert threads.configure({}) == {"OMP_WAIT_POLICY": "PASSIVE"}
 
 
 @pytest.mark.parametrize("load, expected", [(0.0, {}), (0.99, {}), (1.0, {"OMP_WAIT_POLICY": "PASSIVE"}),

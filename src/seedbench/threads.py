@@ -9,9 +9,13 @@ slower with ``OMP_WAIT_POLICY=PASSIVE`` (idle threads sleep), and with several o
 policy was 4-16× slower than PASSIVE (docs/performance.md, "Shared cores"). On a machine of its own,
 though, the sleeping threads cost: ~4 % on an fp32 forward/backward, more in bf16, whose shorter parallel
 regions wake the threads more often (docs/performance.md, "bf16 on CPU"). So the policy is chosen per run
-(``auto``, the default): PASSIVE when the machine is shared at start, i.e. its 1-minute load average is at
-least `SHARED_LOAD` (one other runnable process on average: already the measured 3.3× case), and the
-runtime's own policy otherwise.
+(``auto``, the default): PASSIVE when the machine is shared at start, i.e. at least `SHARED_LOAD` other
+processes are runnable (one other busy process: already the measured 3.3× case), and the runtime's own policy
+otherwise. "At start" is read off the kernel's count of runnable tasks (``procs_running`` in /proc/stat),
+sampled a few times over a tenth of a second, not the 1-minute load average: that average lags by a minute,
+so a run started right after a pip install or another job (README command 1 is both in one line) would see
+a machine that was busy, not one that is, and pay PASSIVE's cost on cores of its own. Where /proc/stat is
+missing, the 1-minute load average is used.
 
 The OpenMP runtime reads these variables once, when torch loads it, so `configure` must run before the
 first ``import torch``: the ``seedbench`` command calls it first thing (`seedbench.cli.main`,
@@ -36,19 +40,58 @@ import sys
 DEFAULT_WAIT_POLICY = "auto"
 WAIT_POLICIES = ("auto", "passive", "active", "default")
 SHARED_LOAD = 1.0
-"""1-minute load average from which ``auto`` counts the machine as shared (before this process has started
-any work, so the load is the other jobs')."""
+"""Other runnable processes (on average over the samples) from which ``auto`` counts the machine as shared."""
+LOAD_SAMPLES = 5
+LOAD_SAMPLE_INTERVAL_S = 0.025
+
+
+def procs_running(stat_path: str = "/proc/stat") -> int | None:
+    """The kernel's count of runnable tasks now (``procs_running``, this process included), or None where
+    the file or the line is missing (not Linux)."""
+    try:
+        with open(stat_path, encoding="ascii") as stat:
+            for line in stat:
+                if line.startswith("procs_running "):
+                    return int(line.split()[1])
+    except (OSError, ValueError):
+        return None
+    return None
+
+
+def other_runnable(read=None, samples: int = LOAD_SAMPLES,
+                   interval_s: float = LOAD_SAMPLE_INTERVAL_S) -> float | None:
+    """Runnable processes besides this one, averaged over `samples` readings `interval_s` apart (this process
+    is single-threaded and runnable while it reads, hence the 1 taken off); None where `read` (default
+    `procs_running`) cannot tell."""
+    import time
+
+    read = read or procs_running
+    counts = []
+    for i in range(samples):
+        if i:
+            time.sleep(interval_s)
+        count = read()
+        if count is None:
+            return None
+        counts.append(max(count - 1, 0))
+    return sum(counts) / len(counts)
+
+
+def current_load() -> float:
+    """Other runnable processes now (`other_runnable`); the 1-minute load average where that cannot be read,
+    0 where neither can."""
+    load = other_runnable()
+    if load is not None:
+        return load
+    try:
+        return os.getloadavg()[0]
+    except (AttributeError, OSError):
+        return 0.0
 
 
 def machine_shared(load: float | None = None) -> bool:
-    """Whether other jobs use the CPUs: the 1-minute load average (`load`, default the system's) is at least
-    `SHARED_LOAD`. Platforms without a load average count as not shared."""
-    if load is None:
-        try:
-            load = os.getloadavg()[0]
-        except (AttributeError, OSError):
-            return False
-    return load >= SHARED_LOAD
+    """Whether other jobs use the CPUs: `load` (default `current_load`) is at least `SHARED_LOAD`."""
+    return (current_load() if load is None else load) >= SHARED_LOAD
 
 
 def resolve_wait_policy(policy: str, load: float | None = None) -> str:
@@ -61,7 +104,7 @@ def resolve_wait_policy(policy: str, load: float | None = None) -> str:
 def configure(environ: dict | None = None, load: float | None = None) -> dict[str, str]:
     """Set ``OMP_WAIT_POLICY`` (and ``OMP_NUM_THREADS`` when ``SEEDBENCH_NUM_THREADS`` asks) in `environ`
     (default ``os.environ``) unless already set; returns what it set. Call before ``import torch``. `load`:
-    the 1-minute load average ``auto`` decides on (default: the system's).
+    the other runnable processes ``auto`` decides on (default: `current_load`, read only when ``auto`` needs it).
 
     When torch is already imported (the CLI called in-process, as tests do) the runtime has read its
     settings; the variables are still set, for child processes (`torch_loaded` tells)."""
