@@ -461,3 +461,45 @@ def test_real_experiment_kill_resume_rerun_and_report(tmp_path):
     if chromium() is None:
         pytest.skip("chromium not installed (apt-get install -y chromium): HTML render check not run")
     assert_not_blank(screenshot(report / "report.html", tmp_path / "report.png"))
+
+
+def test_order_seeds_runs_every_arm_of_a_seed_before_the_next_seed(tmp_path):
+    arms = ["grpo", "seed", {"name": "grpo", "label": "control", "set": {"optim.lr": 0}}]
+    by_arm = [r.name for r in ex.expand(spec_for(tmp_path, agents=arms, seeds=[2, 0]))]
+    by_seed = [r.name for r in ex.expand(spec_for(tmp_path, agents=arms, seeds=[2, 0], order="seeds"))]
+    assert by_arm == ["choice__grpo__tiny__s2", "choice__grpo__tiny__s0", "choice__seed__tiny__s2",
+                      "choice__seed__tiny__s0", "choice__control__tiny__s2", "choice__control__tiny__s0"]
+    assert by_seed == ["choice__grpo__tiny__s2", "choice__seed__tiny__s2", "choice__control__tiny__s2",
+                       "choice__grpo__tiny__s0", "choice__seed__tiny__s0", "choice__control__tiny__s0"]
+    with pytest.raises(ex.ExperimentError, match="order: expected one of arms, seeds, got 'random'"):
+        spec_for(tmp_path, order="random")
+    with pytest.raises(ex.ExperimentError, match="archive: expected a folder path"):
+        spec_for(tmp_path, archive=["x"])
+
+
+def test_archive_receives_each_run_as_it_finishes_and_the_report_reads_it(tmp_path):
+    """With ``archive:`` every complete run's report files are copied as it finishes (and runs complete
+    before are copied on the next call); the archive alone gives the experiment's results table."""
+    from seedbench.report.data import read_runs, results_frame
+
+    spec = spec_for(tmp_path / "e", seeds=[0, 1], archive=str(tmp_path / "kept"))
+    seen_after_first: list[list[str]] = []
+
+    def echo(line: str) -> None:
+        if line.startswith("[1/"):
+            seen_after_first.append(sorted(p.name for p in (tmp_path / "kept").iterdir()))
+
+    outcomes = ex.run_experiment(spec, command_prefix=FAKE, echo=echo)
+    assert [o.status for o in outcomes] == ["completed"] * 4
+    assert seen_after_first == [["choice__grpo__tiny__s0"]]  # archived when it finished, not at the end
+    kept = read_runs(tmp_path / "kept")
+    assert [r.run for r in kept] == sorted(r.name for r in ex.expand(spec))
+    assert results_frame(kept).equals(results_frame(read_runs(spec.output)))
+    assert not list((tmp_path / "kept").glob("*/final_model"))
+    state = json.loads((spec.output / "experiment.json").read_text())
+    assert state["spec"]["archive"] == str(tmp_path / "kept")
+
+    import shutil
+    shutil.rmtree(tmp_path / "kept")
+    ex.run_experiment(spec, command_prefix=FAKE, echo=lambda _: None)  # nothing to run: complete runs copied
+    assert len(read_runs(tmp_path / "kept")) == 4

@@ -41,7 +41,8 @@ class _OutputLock:
 def _write_state(spec: ExperimentSpec, runs: list[RunSpec], outcomes: dict[str, Outcome]) -> None:
     state = {
         "name": spec.name,
-        "spec": {**asdict(spec), "output": str(spec.output), "agents": [asdict(a) for a in spec.agents]},
+        "spec": {**asdict(spec), "output": str(spec.output), "agents": [asdict(a) for a in spec.agents],
+                 "archive": str(spec.archive) if spec.archive else None},
         "runs": [{"run": r.name, "env": r.env, "agent": r.agent, "arm": r.arm, "model": r.model, "seed": r.seed,
                   "iterations": r.iterations, "dir": str(r.run_dir), "log": str(r.log),
                   **({k: v for k, v in asdict(outcomes[r.name]).items() if k != "run"} if r.name in outcomes else {})}
@@ -72,6 +73,7 @@ def run_experiment(
         for run, status in plan:
             echo(f"  {status:<8} {run.name}")
         return [outcomes.get(r.name, Outcome(r.name, "pending", "resume" if s == "partial" else "fresh")) for r, s in plan]
+    _archive(spec, [run for run, status in plan if status == "complete"])
     if not todo:
         return [outcomes[r.name] for r in runs]
 
@@ -89,6 +91,8 @@ def run_experiment(
         ok = returncode == 0 and run_status(run) == "complete"
         status = "completed" if ok else ("interrupted" if returncode < 0 or executor_stopped() else "failed")
         outcomes[run.name] = Outcome(run.name, status, "resume" if resume else "fresh", returncode, round(seconds, 1))
+        if ok:
+            _archive(spec, [run])
         echo(f"[{counter['n']}/{len(todo)}] {run.name}: {status} ({'resumed' if resume else 'fresh'}, {seconds:.0f}s)"
              + ("" if ok else f"; log: {run.log}"))
         if not ok and returncode >= 0:
@@ -124,6 +128,16 @@ def run_experiment(
                 signal.signal(signal.SIGTERM, previous)
             _write_state(spec, runs, outcomes)
     return [outcomes.get(r.name, Outcome(r.name, "interrupted", "none")) for r in runs]
+
+
+def _archive(spec: ExperimentSpec, finished: list[RunSpec]) -> None:
+    """Copy the report files of `finished` runs into the spec's ``archive`` folder, when it names one: what
+    the report needs survives the run directories (`seedbench.report.archive`)."""
+    if spec.archive is None or not finished:
+        return
+    from seedbench.report.archive import archive_run_logs
+
+    archive_run_logs([run.run_dir for run in finished], spec.archive)
 
 
 def _tail(path: Path, n: int) -> list[str]:

@@ -18,7 +18,10 @@ from seedbench.training.experiments.arm import label_problem
 
 AGENT_KEYS = {"name", "label", "config", "set"}
 SPEC_KEYS = {"name", "output", "envs", "env", "agents", "seeds", "model", "models", "budget", "config", "set",
-             "args", "resources", "executor"}
+             "args", "resources", "executor", "order", "archive"}
+ORDERS = ("arms", "seeds")
+"""``order: arms`` (default): every seed of an arm before the next arm; ``order: seeds``: every arm of a seed
+before the next seed, so a study stopped part-way holds whole seeds, each arm's runs beside the others'."""
 
 
 class ExperimentError(ValueError):
@@ -52,6 +55,8 @@ class ExperimentSpec:
     args: list[str] = field(default_factory=list)  # extra `seedbench run` flags, passed verbatim
     gpus_per_run: float = 0
     cpus_per_run: int = 1
+    order: str = "arms"  # ORDERS
+    archive: Path | None = None  # where each finished run's report files are copied (`seedbench.report.archive`)
 
 
 @dataclass
@@ -177,6 +182,12 @@ def parse_spec(data: dict[str, Any], base_dir: Path = Path("."), output: str | P
         raise ExperimentError("resources: expected a mapping (gpus_per_run, cpus_per_run)")
     out = output if output is not None else data.get("output") or Path("experiments") / str(data.get("name") or "experiment")
     args = _as_list(data.get("args"), "args")
+    order = data.get("order", "arms")
+    if order not in ORDERS:
+        raise ExperimentError(f"order: expected one of {', '.join(ORDERS)}, got {order!r}")
+    archive = data.get("archive")
+    if archive is not None and (not isinstance(archive, str) or not archive.strip()):
+        raise ExperimentError(f"archive: expected a folder path, got {archive!r}")
     return ExperimentSpec(
         name=str(data.get("name") or Path(out).name),
         output=Path(out).resolve(),
@@ -187,6 +198,7 @@ def parse_spec(data: dict[str, Any], base_dir: Path = Path("."), output: str | P
         args=[str(a) for a in args],
         gpus_per_run=float(resources.get("gpus_per_run", 0) or 0),
         cpus_per_run=int(resources.get("cpus_per_run", 1) or 1),
+        order=str(order), archive=Path(archive).resolve() if archive else None,
     )
 
 
@@ -227,8 +239,9 @@ def trajectories_per_iteration(config: str | None, overrides: dict[str, Any]) ->
 
 
 def expand(spec: ExperimentSpec) -> list[RunSpec]:
-    """The runs of a spec, in a stable order (env, arm, model, seed). A run directory is named after the
-    arm (the entry's label, else the agent): ``<env>__<arm>__<model>__s<seed>``."""
+    """The runs of a spec, in a stable order: (env, arm, model, seed), or (env, model, seed, arm) under
+    ``order: seeds``. A run directory is named after the arm (the entry's label, else the agent):
+    ``<env>__<arm>__<model>__s<seed>``."""
     runs = []
     for env in spec.envs:
         for agent in spec.agents:
@@ -246,6 +259,9 @@ def expand(spec: ExperimentSpec) -> list[RunSpec]:
                                         log=_inside_output(spec.output / "logs", f"{name}.log"),
                                         config=config, set=overrides, args=list(spec.args), arm=agent.arm,
                                         arm_set=dict(agent.set)))
+    if spec.order == "seeds":
+        envs, models, seeds = spec.envs, spec.models, spec.seeds
+        runs.sort(key=lambda r: (envs.index(r.env), models.index(r.model), seeds.index(r.seed)))  # stable: arms keep their order
     return runs
 
 
