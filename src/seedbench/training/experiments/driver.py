@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from seedbench.jsonio import write_json_atomic
+from seedbench.report.archive import archive_run_logs
 from seedbench.training.experiments.arm import write_arm
 from seedbench.training.experiments.local import LocalExecutor, auto_workers, visible_gpus
 from seedbench.training.experiments.ray_executor import RayExecutor
@@ -135,8 +136,6 @@ def _archive(spec: ExperimentSpec, finished: list[RunSpec]) -> None:
     the report needs survives the run directories (`seedbench.report.archive`)."""
     if spec.archive is None or not finished:
         return
-    from seedbench.report.archive import archive_run_logs
-
     archive_run_logs([run.run_dir for run in finished], spec.archive)
 
 
