@@ -70,7 +70,7 @@ class StudySubmission:
             text = (f"wrote {len(self.folders)} submission(s) to {self.folders[0].parent}: "
                     + ", ".join(f.name for f in self.folders))
         if self.held_back:
-            text += ("; " if text else "") + "held back until they have {} seeds: ".format(self.min_seeds) + ", ".join(
+            text += ("; " if text else "") + f"held back until they have {self.min_seeds} seeds: " + ", ".join(
                 f"{arm} ({n} seed{'s' if n != 1 else ''})" for arm, n in self.held_back.items())
         return text
 
@@ -113,9 +113,9 @@ def submit_experiment(
         raise SubmitError(f"no leaderboards directory at {root}; pass --root")
     created = not (path / BOARD_FILE).is_file()
     if created:
-        path.mkdir(exist_ok=True)
-        if min_seeds < 1:
+        if min_seeds < 1:  # before the folder exists: a refused call leaves nothing behind
             raise SubmitError(f"--min-seeds must be at least 1, got {min_seeds}")
+        path.mkdir(exist_ok=True)
         (path / BOARD_FILE).write_text(yaml.safe_dump(board_definition(runs, budget, title, min_seeds),
                                                       sort_keys=False, allow_unicode=True))
     target, problems = load_board(path, root)
