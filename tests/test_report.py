@@ -295,6 +295,19 @@ def test_skill_duplicate_share_by_hand(tmp_path):
     assert math.isnan(tables.skill_duplicates([])["duplicate_share"])
 
 
+def test_example_skills_quote_each_text_once(tmp_path):
+    run_dir = synthetic.write_run(tmp_path / "r", agent="seed", iterations=2)
+    skills = [{"iteration": 2, "parsed": True, "won": True, "skill": "Go right twice."},
+              {"iteration": 2, "parsed": True, "won": True, "skill": "go right  TWICE."},  # the same text again
+              {"iteration": 2, "parsed": True, "won": True, "skill": "Go down first."},
+              {"iteration": 2, "parsed": True, "won": False, "skill": "Avoid the hole."},
+              {"iteration": 2, "parsed": True, "won": False, "skill": "Avoid the hole."},
+              {"iteration": 1, "parsed": True, "won": False, "skill": "An earlier iteration."}]
+    (run_dir / "skills.jsonl").write_text("".join(json.dumps(s) + "\n" for s in skills))
+    quoted = [(e["won"], e["skill"]) for e in tables.example_skills(read_runs(tmp_path))]
+    assert quoted == [(True, "Go right twice."), (True, "Go down first."), (False, "Avoid the hole.")]
+
+
 def test_study_time_per_phase_by_hand(study_dir):
     rows = {r["agent"]: r for r in tables.phase_time_rows(read_runs(study_dir))}
     grpo, seed = rows["grpo"]["seconds"], rows["seed"]["seconds"]

@@ -339,7 +339,9 @@ def _skill_fields(record: dict[str, Any]) -> tuple[bool, str, str, Any]:
 
 
 def example_skills(runs: Sequence[Run], per_outcome: int = 2) -> list[dict[str, Any]]:
-    """A few parsed skills from the last analysed iteration of the lowest seed, successes and failures."""
+    """A few parsed skills from the last analysed iteration of the lowest seed, successes and failures,
+    each text once (case and spacing ignored, as `skill_duplicates` counts them): an analyzer that repeats
+    itself shows its variety here, its repetition in the duplicate share."""
     examples = []
     for run in sorted(runs, key=lambda r: r.seed):
         skills = [s for s in run.skills() if _skill_fields(s)[0] and _skill_fields(s)[1]]
@@ -348,7 +350,11 @@ def example_skills(runs: Sequence[Run], per_outcome: int = 2) -> list[dict[str, 
         last = max(int(s.get("iteration", 0)) for s in skills)
         latest = [s for s in skills if int(s.get("iteration", 0)) == last]
         for won in (True, False):
-            for s in [s for s in latest if bool(s.get("won")) is won][:per_outcome]:
+            distinct = {}
+            for s in latest:
+                if bool(s.get("won")) is won:
+                    distinct.setdefault(_skill_key(_skill_fields(s)[1]), s)
+            for s in list(distinct.values())[:per_outcome]:
                 _, skill, summary, task = _skill_fields(s)
                 examples.append({"run": run.run, "seed": run.seed, "iteration": last, "won": won,
                                  "task_id": task, "skill": skill, "summary": summary})
