@@ -222,10 +222,20 @@ def build_for_run(config: Any, base_name: str, output: Path) -> Path:
     return run(stage1, announce=False)
 
 
-def run(args: Stage1Config, announce: bool = True) -> Path:
-    """Stage 1 end to end into ``args.output/model``; `announce` prints where it went and the next command."""
-    import numpy as np
+@dataclass
+class _Annotated:
+    """What step 2 leaves for the SFT and the provenance: the kept (prompt, answer) pairs and the log's path."""
+    examples: list[tuple[str, str]]
+    path: Path
+    seconds: float
 
+
+def run(args: Stage1Config, announce: bool = True) -> Path:
+    """Stage 1 end to end into ``args.output/model``; `announce` prints where it went and the next command.
+
+    Four steps, in this order (the random streams depend on it): roll out the base policy, annotate each
+    finished trajectory, fine-tune on the analyses (and, with ``rehearse_acting``, the won rollouts' own
+    steps), save the checkpoint with its provenance."""
     entry = resolve_env(args.env)
     max_steps, env_kwargs = resolve_step_cap(entry.alias, env_class(entry), args.max_steps, args.env_kwargs)
     out = Path(args.output) if args.output else Path("runs") / default_run_name(entry.alias, "sft-analyzer", args.model.name, args.seed)
@@ -243,33 +253,69 @@ def run(args: Stage1Config, announce: bool = True) -> Path:
     seed_everything(args.seed)
     # gradient checkpointing is the SFT trainer's switch (activation_checkpointing), not the rollout model's
     policy = load_policy(dataclasses.replace(args.model, gradient_checkpointing=False), need_reference=False, seed=args.seed)
-    tokenizer = policy.tokenizer
+    t0 = time.perf_counter()
+    trajectories = _roll_out(args, entry.alias, env_kwargs, max_steps, policy)
+    t_rollout = time.perf_counter() - t0
+    annotated = _annotate(args, annotator, trajectories, policy.tokenizer, out)
+    train_examples, val_examples, acting, metrics = _fine_tune(args, policy, trajectories, annotated.examples, out)
+
+    model_dir = out / "model"
+    save_policy(policy, model_dir)
+    provenance = {
+        "stage": "seed-stage1-analyzer-sft", "env": entry.alias, "env_kwargs": env_kwargs, "config": args.config,
+        "run_overrides": args.run_overrides, "base_model": args.model.name, "base_checksum": policy.checksum,
+        "base_origin": checkpoint_origin(args.model.name), "seedbench_version": __version__,
+        "time": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"), "annotator": args.annotator, "annotator_kind": annotator.kind,
+        "annotator_label": annotator.label, "annotations": os.path.relpath(annotated.path.resolve(), model_dir.resolve()),
+        "trajectories": len(trajectories), "successful_trajectories": sum(t.won for t in trajectories),
+        "annotations_kept": len(annotated.examples),
+        "train_examples": train_examples, "val_examples": val_examples, "rehearse_acting": args.rehearse_acting,
+        "acting_examples": acting, "epochs": args.epochs, "lr": args.lr,
+        "rollout_temperature": args.temperature, "tasks": args.tasks, "group_size": args.group_size, "seed": args.seed,
+        **metrics,
+    }
+    (model_dir / MARKER).write_text(json.dumps(provenance, indent=2))
+    write_json_atomic(out / "sft_summary.json", {**provenance, "model_dir": str(model_dir.resolve()),
+                                                 "timing": {"rollout_s": t_rollout, "annotate_s": annotated.seconds}})
+    note = {"oracle": " (oracle annotator: skills leak the answer; hint distillation, not a trained analyzer)",
+            "hindsight": " (hindsight annotator: rule-based analyses, not a model)"}.get(annotator.kind, "")
+    if announce:
+        print(f"seedbench: analyzer SFT checkpoint: {model_dir}{note}")
+        print(f"seedbench: next: seedbench run --agent seed --env {entry.alias} --model {model_dir}")
+    return model_dir
+
+
+def _roll_out(args: Stage1Config, alias: str, env_kwargs: dict, max_steps: int | None, policy: Any) -> list[Any]:
+    """Step 1: ``args.group_size`` episodes of the policy on each of ``args.tasks`` training tasks, in chunks
+    of ``args.rollout_batch`` tasks; the finished, non-dropped trajectories."""
+    import numpy as np
+
     engine = make_engine(args.engine, policy, args)
-    env = make_env(entry.alias, **env_kwargs)
+    env = make_env(alias, **env_kwargs)
     history = args.history_length if args.history_length is not None else env.history_length
     max_steps = max_steps or env.max_steps
     params = SamplingParams(max_new_tokens=args.max_new_tokens, temperature=args.temperature)
-
-    # 1. rollouts of the base policy, in chunks of tasks
     rng = np.random.default_rng([args.seed, 180])
     tasks = [TaskRef(env.splits[0], int(s)) for s in rng.integers(0, 2**31 - 1, size=args.tasks)]
-    t0 = time.perf_counter()
     trajectories = []
     chunk = max(1, args.rollout_batch)
-    envs = LocalEnvs(lambda: make_env(entry.alias, **env_kwargs), min(chunk, len(tasks)) * args.group_size)
+    envs = LocalEnvs(lambda: make_env(alias, **env_kwargs), min(chunk, len(tasks)) * args.group_size)
     try:
         for start in range(0, len(tasks), chunk):
-            batch, _ = run_episodes(envs, env, engine, tokenizer, tasks[start : start + chunk], group_size=args.group_size,
-                                    params=params, history_length=history, max_steps=max_steps,
-                                    episode_prefix=f"sft-{start}-")
+            batch, _ = run_episodes(envs, env, engine, policy.tokenizer, tasks[start : start + chunk],
+                                    group_size=args.group_size, params=params, history_length=history,
+                                    max_steps=max_steps, episode_prefix=f"sft-{start}-")
             trajectories.extend(t for t in batch if not t.dropped and t.steps)
             print(f"seedbench: rollout {min(start + chunk, len(tasks))}/{len(tasks)} tasks", flush=True)
     finally:
         envs.close()
         close_engine(engine)  # frees vLLM's memory before the SFT step
-    t_rollout = time.perf_counter() - t0
+    return trajectories
 
-    # 2. annotate with the true outcome; keep parseable answers
+
+def _annotate(args: Stage1Config, annotator: Any, trajectories: list[Any], tokenizer: Any, out: Path) -> _Annotated:
+    """Step 2: the annotator's answer for every trajectory, each logged to ``out/annotations.jsonl`` with
+    its true outcome; the parseable ones become SFT examples. No parseable answer at all is an error."""
     def count(text: str) -> int:
         return len(tokenizer(text, add_special_tokens=False)["input_ids"])
 
@@ -277,12 +323,12 @@ def run(args: Stage1Config, announce: bool = True) -> Path:
                 for t in trajectories]
     t0 = time.perf_counter()
     answers = annotator.annotate([AnnotationRequest(c, t) for c, t in zip(contents, trajectories)])
-    t_annotate = time.perf_counter() - t0
-    annotations_path = out / "annotations.jsonl"
+    seconds = time.perf_counter() - t0
+    path = out / "annotations.jsonl"
     examples = []
     for traj, content, answer in zip(trajectories, contents, answers):
         analysis = parse_analysis(answer)
-        append_jsonl(annotations_path, {
+        append_jsonl(path, {
             "task": traj.task.key(), "task_id": traj.task_id, "task_type": traj.task_type, "task_text": traj.task_text,
             "episode_id": traj.episode_id, "won": traj.won, "num_steps": len(traj.steps),
             "first_observation": traj.steps[0].observation, "actions": [s.action for s in traj.steps],
@@ -294,12 +340,19 @@ def run(args: Stage1Config, announce: bool = True) -> Path:
             examples.append((content, analysis.to_json()))
     if not examples:
         raise StageError(f"the annotator gave no parseable analysis for {len(trajectories)} trajectories; "
-                         f"see {annotations_path}")
-    successes = sum(t.won for t in trajectories)
+                         f"see {path}")
     print(f"seedbench: {len(examples)}/{len(trajectories)} annotations kept "
-          f"({successes} successful episodes); written to {annotations_path}", flush=True)
+          f"({sum(t.won for t in trajectories)} successful episodes); written to {path}", flush=True)
+    return _Annotated(examples, path, seconds)
 
-    # 3. supervised fine-tuning on (analyzer prompt → answer), prompt masked
+
+def _fine_tune(args: Stage1Config, policy: Any, trajectories: list[Any], examples: list[tuple[str, str]],
+               out: Path) -> tuple[int, int, int, dict]:
+    """Step 3: supervised fine-tuning on (analyzer prompt → answer), the prompt masked, with a validation
+    share of the analyses held out, plus the won rollouts' acting steps when ``rehearse_acting`` (the
+    analyzer is the policy, and a small one forgets how to act otherwise). Returns the numbers of training
+    analyses, validation analyses and acting steps, and the SFT's metrics."""
+    tokenizer = policy.tokenizer
     order = list(range(len(examples)))
     random.Random(args.seed).shuffle(order)
     n_val = int(round(len(order) * args.val_fraction)) if len(order) > 1 else 0
@@ -316,28 +369,4 @@ def run(args: Stage1Config, announce: bool = True) -> Path:
     train_rows = [rows[i] for i in train_idx] + acting
     random.Random(args.seed).shuffle(train_rows)
     metrics = fine_tune(policy, train_rows, [rows[i] for i in val_idx], settings, out)
-
-    # 4. the checkpoint
-    model_dir = out / "model"
-    save_policy(policy, model_dir)
-    provenance = {
-        "stage": "seed-stage1-analyzer-sft", "env": entry.alias, "env_kwargs": env_kwargs, "config": args.config,
-        "run_overrides": args.run_overrides, "base_model": args.model.name, "base_checksum": policy.checksum,
-        "base_origin": checkpoint_origin(args.model.name), "seedbench_version": __version__,
-        "time": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"), "annotator": args.annotator, "annotator_kind": annotator.kind,
-        "annotator_label": annotator.label, "annotations": os.path.relpath(annotations_path.resolve(), model_dir.resolve()),
-        "trajectories": len(trajectories), "successful_trajectories": successes, "annotations_kept": len(examples),
-        "train_examples": len(train_idx), "val_examples": len(val_idx), "rehearse_acting": args.rehearse_acting,
-        "acting_examples": len(acting), "epochs": args.epochs, "lr": args.lr,
-        "rollout_temperature": args.temperature, "tasks": args.tasks, "group_size": args.group_size, "seed": args.seed,
-        **metrics,
-    }
-    (model_dir / MARKER).write_text(json.dumps(provenance, indent=2))
-    write_json_atomic(out / "sft_summary.json", {**provenance, "model_dir": str(model_dir.resolve()),
-                                                 "timing": {"rollout_s": t_rollout, "annotate_s": t_annotate}})
-    note = {"oracle": " (oracle annotator: skills leak the answer; hint distillation, not a trained analyzer)",
-            "hindsight": " (hindsight annotator: rule-based analyses, not a model)"}.get(annotator.kind, "")
-    if announce:
-        print(f"seedbench: analyzer SFT checkpoint: {model_dir}{note}")
-        print(f"seedbench: next: seedbench run --agent seed --env {entry.alias} --model {model_dir}")
-    return model_dir
+    return len(train_idx), len(val_idx), len(acting), metrics
