@@ -321,56 +321,75 @@ def _check_identity(s: dict[str, Any], sub: Submission, board: Board | None, boa
 
 
 def _check_seedbench(s: dict[str, Any], board: Board | None, c: _Checker) -> None:
+    """Every problem of a seedbench submission `s` (against `board` when known), field by field."""
     for key in sorted(set(s) - SUMMARY_SEEDBENCH):
         c.add(key, f"unknown field for a seedbench submission; valid fields: {', '.join(sorted(SUMMARY_SEEDBENCH))}")
     for key in ("env_id", "budget", "eval_task_hash", "eval_task_ids", "protocol", "seeds"):
         if key not in s:
             c.add(key, "required field is missing")
     if board is not None:
-        if "env_id" in s and s["env_id"] != board.env_id:
-            c.add("env_id", f"board {board.name!r} is for env {board.env_id!r}, got {_describe(s['env_id'])}")
-        budget = s.get("budget")
-        if "budget" in s:
-            if not isinstance(budget, dict):
-                c.add("budget", f"expected a mapping like {{iterations: N}}, got {_describe(budget)}")
-            else:
-                for key in ("iterations", "trajectories"):
-                    if key in board.budget and budget.get(key) != board.budget[key]:
-                        c.add(f"budget.{key}", f"board {board.name!r} requires {board.budget[key]}, got {_describe(budget.get(key))}")
-    hashes = s.get("eval_task_hash")
+        _check_board_fit(s, board, c)
     if "eval_task_hash" in s:
-        if not isinstance(hashes, dict):
-            c.add("eval_task_hash", f"expected a mapping split -> hash, got {_describe(hashes)}")
-        elif board is not None:
-            for split in board.splits:
-                value = hashes.get(split)
-                if not isinstance(value, str) or not value:
-                    c.add(f"eval_task_hash.{split}", f"missing the task-list hash of split {split!r}")
-                elif board.eval_task_hash.get(split) and value != board.eval_task_hash[split]:
-                    c.add(f"eval_task_hash.{split}", f"mismatched task list: board {board.name!r} evaluates on "
-                          f"{board.eval_task_hash[split]!r}, submission on {value!r}")
-    protocol = s.get("protocol")
+        _check_task_hashes(s["eval_task_hash"], board, c)
     if "protocol" in s:
-        if not isinstance(protocol, dict):
-            c.add("protocol", f"expected a protocol card (mapping), got {_describe(protocol)}")
-        else:
-            for key in PROTOCOL_REQUIRED:
-                if key not in protocol:
-                    c.add(f"protocol.{key}", "required field of the protocol card is missing")
-            if "split" not in protocol and "splits" not in protocol:
-                c.add("protocol.splits", "required field of the protocol card is missing")
-            for key in ("num_tasks", "max_steps"):
-                if key in protocol and not (isinstance(protocol[key], int) and not isinstance(protocol[key], bool) and protocol[key] > 0):
-                    c.add(f"protocol.{key}", f"expected a positive integer, got {_describe(protocol[key])}")
-            if "temperature" in protocol and not _is_number(protocol["temperature"]):
-                c.add("protocol.temperature", f"expected a number, got {_describe(protocol['temperature'])}")
-            if "data_checksum" in protocol and not (isinstance(protocol["data_checksum"], str) and protocol["data_checksum"]):
-                c.add("protocol.data_checksum", f"expected the env's data checksum (a non-empty string), got "
-                      f"{_describe(protocol['data_checksum'])}")
+        _check_protocol(s["protocol"], c)
     _check_task_ids(s, c)
-    seeds = s.get("seeds")
-    if "seeds" not in s:
+    if "seeds" in s:
+        _check_seeds(s["seeds"], board, c)
+
+
+def _check_board_fit(s: dict[str, Any], board: Board, c: _Checker) -> None:
+    """The env and the budget must be the board's."""
+    if "env_id" in s and s["env_id"] != board.env_id:
+        c.add("env_id", f"board {board.name!r} is for env {board.env_id!r}, got {_describe(s['env_id'])}")
+    if "budget" not in s:
         return
+    budget = s["budget"]
+    if not isinstance(budget, dict):
+        c.add("budget", f"expected a mapping like {{iterations: N}}, got {_describe(budget)}")
+        return
+    for key in ("iterations", "trajectories"):
+        if key in board.budget and budget.get(key) != board.budget[key]:
+            c.add(f"budget.{key}", f"board {board.name!r} requires {board.budget[key]}, got {_describe(budget.get(key))}")
+
+
+def _check_task_hashes(hashes: Any, board: Board | None, c: _Checker) -> None:
+    """A task-list hash for each of the board's splits, equal to the board's where it has one."""
+    if not isinstance(hashes, dict):
+        c.add("eval_task_hash", f"expected a mapping split -> hash, got {_describe(hashes)}")
+        return
+    for split in board.splits if board is not None else []:
+        value = hashes.get(split)
+        if not isinstance(value, str) or not value:
+            c.add(f"eval_task_hash.{split}", f"missing the task-list hash of split {split!r}")
+        elif board.eval_task_hash.get(split) and value != board.eval_task_hash[split]:
+            c.add(f"eval_task_hash.{split}", f"mismatched task list: board {board.name!r} evaluates on "
+                  f"{board.eval_task_hash[split]!r}, submission on {value!r}")
+
+
+def _check_protocol(protocol: Any, c: _Checker) -> None:
+    """The protocol card: its required fields, with values of the right kind."""
+    if not isinstance(protocol, dict):
+        c.add("protocol", f"expected a protocol card (mapping), got {_describe(protocol)}")
+        return
+    for key in PROTOCOL_REQUIRED:
+        if key not in protocol:
+            c.add(f"protocol.{key}", "required field of the protocol card is missing")
+    if "split" not in protocol and "splits" not in protocol:
+        c.add("protocol.splits", "required field of the protocol card is missing")
+    for key in ("num_tasks", "max_steps"):
+        if key in protocol and not (isinstance(protocol[key], int) and not isinstance(protocol[key], bool) and protocol[key] > 0):
+            c.add(f"protocol.{key}", f"expected a positive integer, got {_describe(protocol[key])}")
+    if "temperature" in protocol and not _is_number(protocol["temperature"]):
+        c.add("protocol.temperature", f"expected a number, got {_describe(protocol['temperature'])}")
+    if "data_checksum" in protocol and not (isinstance(protocol["data_checksum"], str) and protocol["data_checksum"]):
+        c.add("protocol.data_checksum", f"expected the env's data checksum (a non-empty string), got "
+              f"{_describe(protocol['data_checksum'])}")
+
+
+def _check_seeds(seeds: Any, board: Board | None, c: _Checker) -> None:
+    """Per-seed results: distinct integer seeds, each with every board metric in `final` and a curve;
+    at least the board's number of seeds."""
     if not isinstance(seeds, list):
         c.add("seeds", f"expected a list of per-seed results, got {_describe(seeds)}")
         return
@@ -388,15 +407,7 @@ def _check_seedbench(s: dict[str, Any], board: Board | None, c: _Checker) -> Non
             c.add(f"{where}.seed", f"seed {seed} appears twice (also seeds[{seen[seed]}])")
         else:
             seen[seed] = i
-        final = entry.get("final")
-        if not isinstance(final, dict):
-            c.add(f"{where}.final", f"expected a mapping metric -> value, got {_describe(final)}")
-        else:
-            for metric in metrics:
-                if metric not in final:
-                    c.add(f"{where}.final{_key(metric)}", "missing: the board reports this metric")
-            for metric, value in final.items():
-                c.rate(f"{where}.final{_key(metric)}", value)
+        _check_seed_final(entry.get("final"), metrics, where, c)
         curve = entry.get("curve")
         if curve is None:
             c.add(f"{where}.curve", "required field is missing (eval points: x values and metric values)")
@@ -407,6 +418,18 @@ def _check_seedbench(s: dict[str, Any], board: Board | None, c: _Checker) -> Non
     if board is not None and len(seen) < board.min_seeds:
         c.add("seeds", f"missing seeds: {len(seen)} distinct seed(s) given, board {board.name!r} requires at "
                        f"least {board.min_seeds}")
+
+
+def _check_seed_final(final: Any, metrics: list[str], where: str, c: _Checker) -> None:
+    """One seed's final metrics: every board metric present, every value a rate."""
+    if not isinstance(final, dict):
+        c.add(f"{where}.final", f"expected a mapping metric -> value, got {_describe(final)}")
+        return
+    for metric in metrics:
+        if metric not in final:
+            c.add(f"{where}.final{_key(metric)}", "missing: the board reports this metric")
+    for metric, value in final.items():
+        c.rate(f"{where}.final{_key(metric)}", value)
 
 
 def _check_task_ids(s: dict[str, Any], c: _Checker) -> None:
