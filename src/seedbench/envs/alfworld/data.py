@@ -507,27 +507,34 @@ def _quotas(counts: dict[str, int]) -> dict[tuple[str, str], int]:
     return quotas
 
 
+def _read_progress(progress_path: Path, config: PoolConfig) -> tuple[dict[tuple[str, str, int], dict], bool]:
+    """The candidates an earlier call already tried, by ``(split, task type, index)``, and whether the log's
+    last line was cut by a kill. Records of another seed or expert-step cap do not count, nor accepted
+    games whose files are gone (pruned earlier: built again if needed)."""
+    done: dict[tuple[str, str, int], dict] = {}
+    if not progress_path.exists():
+        return done, False
+    text = progress_path.read_text()
+    for line in text.splitlines():
+        try:
+            rec = json.loads(line)
+        except json.JSONDecodeError:  # a line cut by a kill
+            continue
+        if rec.get("seed_base") != config.seed or rec.get("max_expert_steps") != config.max_expert_steps:
+            continue
+        if rec["status"] == "ok" and _trial_game(progress_path.parent, rec.get("path")) is None:
+            continue
+        done[(rec["split"], rec["task_type"], rec["index"])] = rec
+    return done, bool(text) and not text.endswith("\n")
+
+
 def generate_pool(config: PoolConfig) -> dict[str, Any]:
     """Generate (or resume) the pool and write ``manifest.json``. Returns the manifest."""
     out = Path(config.out)
     out.mkdir(parents=True, exist_ok=True)
     plans = split_floor_plans(tuple(config.unseen_floor_plans))
     progress_path = out / "progress.jsonl"
-    done: dict[tuple[str, str, int], dict] = {}
-    cut_line = False
-    if progress_path.exists():
-        text = progress_path.read_text()
-        cut_line = bool(text) and not text.endswith("\n")
-        for line in text.splitlines():
-            try:
-                rec = json.loads(line)
-            except json.JSONDecodeError:  # a line cut by a kill
-                continue
-            if rec.get("seed_base") != config.seed or rec.get("max_expert_steps") != config.max_expert_steps:
-                continue
-            if rec["status"] == "ok" and _trial_game(out, rec.get("path")) is None:
-                continue  # pruned earlier (or named outside the pool); build it again if it is needed now
-            done[(rec["split"], rec["task_type"], rec["index"])] = rec
+    done, cut_line = _read_progress(progress_path, config)
     quotas = _quotas(config.counts)
     next_index = {key: 0 for key in quotas}
     in_flight = {key: 0 for key in quotas}
