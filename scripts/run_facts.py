@@ -1,0 +1,96 @@
+"""The facts of one run directory that a results page quotes, in a few lines: the evaluation curve of every
+split, each update's rollout success, invalid answers and GRPO advantage, its time per phase, the skills SEED
+logged (how many, how many distinct), and how the held-out episodes of each evaluation ended (won, walked
+into a loss, stopped by the step cap, with how many invalid answers):
+
+    python scripts/run_facts.py RUN_DIR [RUN_DIR ...]
+
+Reads ``eval.jsonl``, ``metrics.jsonl``, ``skills.jsonl``, ``summary.json`` and, when the run directory still
+has it, ``episodes.jsonl`` (an archive made by ``seedbench report --archive`` keeps no episodes, so the
+endings are left out there).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections import Counter
+from pathlib import Path
+
+METRICS = ("rollout/success", "rollout/invalid_actions", "train/advantage_abs_mean", "time/rollout_s",
+           "time/analysis_s", "time/update_s", "time/iteration_s")
+
+
+def read_jsonl(path: Path) -> list[dict]:
+    """The records of a JSON-lines file, a line cut by a kill left out; [] when the file is missing."""
+    if not path.is_file():
+        return []
+    records = []
+    for line in path.read_text().splitlines():
+        try:
+            records.append(json.loads(line))
+        except json.JSONDecodeError:
+            continue
+    return records
+
+
+def eval_curves(evals: list[dict]) -> dict[str, list[tuple[int, float]]]:
+    """``{split: [(iteration, micro success), ...]}`` in the order evaluated."""
+    curves: dict[str, list[tuple[int, float]]] = {}
+    for record in evals:
+        curves.setdefault(record.get("split", "?"), []).append((record.get("iteration"), record.get("success_micro")))
+    return curves
+
+
+def episode_endings(episodes: list[dict]) -> dict[tuple[str, int], Counter]:
+    """How each evaluation's episodes ended, by ``(phase, iteration)``: ``won``, ``step cap`` (truncated) or
+    ``lost`` (any other ending: a hole, a wrong answer), plus ``invalid answers`` summed over their steps."""
+    endings: dict[tuple[str, int], Counter] = {}
+    for episode in episodes:
+        phase = str(episode.get("phase", ""))
+        if not phase.startswith("eval/"):
+            continue
+        counts = endings.setdefault((phase, episode.get("iteration")), Counter())
+        counts["won" if episode.get("won") else "step cap" if episode.get("truncated") else "lost"] += 1
+        counts["invalid answers"] += int(episode.get("num_invalid") or 0)
+    return endings
+
+
+def skill_counts(skills: list[dict]) -> tuple[int, int]:
+    """Parsed skills and distinct skill texts (case and spacing ignored)."""
+    texts = [s.get("skill") or s.get("episode_skill") for s in skills if s.get("parsed", True)]
+    texts = [t for t in texts if t]
+    return len(texts), len({" ".join(t.lower().split()) for t in texts})
+
+
+def describe(run: Path) -> list[str]:
+    lines = [f"== {run}"]
+    for split, curve in eval_curves(read_jsonl(run / "eval.jsonl")).items():
+        lines.append(f"{split}: " + " -> ".join(f"{s:.3f} (it {i})" for i, s in curve))
+    metrics = read_jsonl(run / "metrics.jsonl")
+    for key in METRICS:
+        values = [m.get(key) for m in metrics]
+        if any(isinstance(v, (int, float)) for v in values):
+            lines.append(f"{key}: " + ", ".join(f"{v:.3g}" if isinstance(v, (int, float)) else "-" for v in values))
+    skills = read_jsonl(run / "skills.jsonl")
+    if skills:
+        parsed, distinct = skill_counts(skills)
+        lines.append(f"skills: {parsed} parsed of {len(skills)}, {distinct} distinct")
+    for (phase, iteration), counts in sorted(episode_endings(read_jsonl(run / "episodes.jsonl")).items(),
+                                             key=lambda item: (item[0][0], item[0][1])):
+        lines.append(f"{phase} @ {iteration}: " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items())))
+    summary = json.loads((run / "summary.json").read_text()) if (run / "summary.json").is_file() else {}
+    lines.append(f"complete: {summary.get('complete')}, mean iteration {summary.get('timing', {}).get('mean_iteration_s')} s")
+    return lines
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("runs", nargs="+", type=Path, help="run directories (or archived runs)")
+    for run in parser.parse_args(argv).runs:
+        print("\n".join(describe(run)))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
