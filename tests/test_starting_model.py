@@ -114,3 +114,26 @@ def test_a_build_seed_shares_one_checkpoint_across_run_seeds():
 
     assert key(0, 7) == key(3, 7) == key(7, None)
     assert key(0, None) != key(3, None)
+
+
+def test_sft_policy_with_the_recipe_builds_what_the_run_caches(tmp_path, monkeypatch):
+    """`seedbench sft-policy --config R` takes R's warm_start section (demos, epochs, lr, batch, seed) where
+    no flag is given, so it builds the checkpoint `seedbench run --config R` builds: the same weights."""
+    import hashlib
+
+    from seedbench.cli import main as cli_main
+    from seedbench.config import build_config
+    from seedbench.training.starting_model import warm_start_model
+
+    monkeypatch.setenv("SEEDBENCH_CACHE", str(tmp_path / "cache"))
+    recipe = tmp_path / "recipe.yaml"
+    recipe.write_text("env: frozenlake\nseed: 3\nmodel: {name: tiny}\n"
+                      "warm_start: {demos: 3, epochs: 2, lr: 2.0e-3, batch_size: 4, seed: 1}\n")
+    cached = warm_start_model(build_config(str(recipe)), "tiny")
+    assert cli_main(["sft-policy", "--config", str(recipe), "--output", str(tmp_path / "cli")]) == 0
+    built = tmp_path / "cli" / "model"
+    digest = [hashlib.sha256((d / "model.safetensors").read_bytes()).hexdigest() for d in (cached, built)]
+    assert digest[0] == digest[1]
+    provenance = json.loads((built / "seedbench_policy_sft.json").read_text())
+    assert (provenance["demos_requested"], provenance["epochs"], provenance["lr"], provenance["batch_size"],
+            provenance["seed"]) == (3, 2.0, 2.0e-3, 4, 1)

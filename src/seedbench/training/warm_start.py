@@ -24,6 +24,7 @@ learn. ``seedbench run --model OUTPUT/model`` starts from the checkpoint and rec
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import datetime
 import json
 import sys
@@ -183,6 +184,12 @@ def collect_demos(config: RunConfig, alias: str, tokenizer: Any, num_demos: int,
 # The command
 
 
+CLI_DEFAULTS = {"demos": 48, "epochs": 1.0, "lr": 3e-5, "batch_size": 8, "grad_accum": 1}
+"""`seedbench sft-policy`'s settings when neither a flag nor the recipe gives them. A recipe that builds a
+warm start (``warm_start.demos > 0``) gives its own, so ``sft-policy --config R`` builds what ``seedbench run
+--config R`` builds and caches."""
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="seedbench sft-policy",
@@ -193,14 +200,18 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--set", nargs="+", action="extend", metavar="KEY=VALUE",
                    help="run config overrides, as for `seedbench run` (e.g. env_kwargs.size=6)")
     p.add_argument("--model", help="base policy (default: the run config's model.name, smollm2-135m)")
-    p.add_argument("--seed", type=int, help="seeds the demo tasks and the SFT (default: the run config's seed)")
-    p.add_argument("--demos", type=int, default=48, help="expert episodes to play (default 48; only won ones are kept)")
-    p.add_argument("--epochs", type=float, default=1.0, help="SFT epochs (default 1)")
-    p.add_argument("--lr", type=float, default=3e-5, help="SFT learning rate (default 3e-5)")
-    p.add_argument("--batch-size", type=int, default=8, help="examples per forward pass (default 8)")
-    p.add_argument("--grad-accum", type=int, default=1,
-                   help="forward passes per optimiser step (default 1; a smaller --batch-size with more passes "
-                        "takes the same step in less memory)")
+    p.add_argument("--seed", type=int, help="seeds the demo tasks and the SFT (default: the recipe's warm_start.seed "
+                                            "when it builds a warm start and sets one, else the run config's seed)")
+    p.add_argument("--demos", type=int, help="expert episodes to play (default: the recipe's warm_start.demos "
+                                               f"when it builds a warm start, else {CLI_DEFAULTS['demos']}; only won ones are kept)")
+    p.add_argument("--epochs", type=float, help="SFT epochs (default: the recipe's warm_start.epochs, "
+                                                 f"else {CLI_DEFAULTS['epochs']:g})")
+    p.add_argument("--lr", type=float, help=f"SFT learning rate (default: the recipe's, else {CLI_DEFAULTS['lr']:g})")
+    p.add_argument("--batch-size", type=int, help="examples per forward pass (default: the recipe's, else "
+                                                   f"{CLI_DEFAULTS['batch_size']})")
+    p.add_argument("--grad-accum", type=int,
+                   help=f"forward passes per optimiser step (default: the recipe's, else {CLI_DEFAULTS['grad_accum']}; "
+                        "a smaller --batch-size with more passes takes the same step in less memory)")
     p.add_argument("--output", help="output directory (default runs/sft-policy__<env>__<model>__s<seed>__<time>); "
                                     "the checkpoint goes to OUTPUT/model")
     return p
@@ -216,13 +227,20 @@ def parse_args(argv: list[str] | None) -> tuple[argparse.Namespace, RunConfig]:
             set_dotted(overrides, dotted, getattr(args, flag))
     if "env" not in overrides and not (args.config and load_yaml(args.config).get("env")):
         raise ConfigError("sft-policy needs the env: pass --env NAME or a --config recipe that sets env")
+    config = build_config(args.config, overrides)
+    recipe = config.warm_start if config.warm_start.demos > 0 else None
+    for name, default in CLI_DEFAULTS.items():
+        if getattr(args, name) is None:
+            setattr(args, name, getattr(recipe, name) if recipe is not None else default)
+    if args.seed is None and recipe is not None and recipe.seed is not None:
+        config = dataclasses.replace(config, seed=recipe.seed)
     for name in ("demos", "batch_size", "grad_accum"):
         if getattr(args, name) < 1:
             raise ConfigError(f"--{name.replace('_', '-')} must be at least 1, got {getattr(args, name)}")
     for name in ("epochs", "lr"):
         if not getattr(args, name) > 0:
             raise ConfigError(f"--{name} must be positive, got {getattr(args, name)}")
-    return args, build_config(args.config, overrides)
+    return args, config
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -242,9 +260,6 @@ def warm_start(config: RunConfig, *, demos: int, epochs: float, lr: float, batch
                output: str | None = None,
                config_path: str | None = None, set_pairs: list[str] = (), announce: bool = True) -> Path:
     """Collect the demonstrations, fine-tune, save ``OUTPUT/model`` with its provenance; returns that path."""
-    import dataclasses
-
-
     entry = resolve_env(config.env)
     check_expert(make_env(entry.alias, **config.env_kwargs), entry.alias)  # before anything loads or is written
     out = Path(output) if output else Path("runs") / default_run_name(entry.alias, "sft-policy", config.model.name,
