@@ -9,6 +9,7 @@ docs/contributing.md says how to choose.
 """
 
 import os
+from pathlib import Path
 
 import pytest
 
@@ -99,6 +100,21 @@ def free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         return probe.getsockname()[1]
+
+
+@pytest.fixture(scope="session")
+def script_module():
+    """``script_module("name")``: the module of ``scripts/name.py``, loaded from its file (scripts/ is not a
+    package, so the tests of a script import it this way)."""
+    import importlib.util
+
+    def load(name: str):
+        spec = importlib.util.spec_from_file_location(name, Path(__file__).resolve().parents[1] / "scripts" / f"{name}.py")
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        return module
+
+    return load
 
 
 @pytest.fixture(scope="session")

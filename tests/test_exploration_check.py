@@ -1,18 +1,6 @@
 """scripts/exploration_check.py's figures on hand-built trajectories (hand-computed)."""
 
-import importlib.util
-from pathlib import Path
-
 from seedbench.rollout.types import StepSample, TaskRef, Trajectory
-
-SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "exploration_check.py"
-
-
-def _load():
-    spec = importlib.util.spec_from_file_location("exploration_check", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def _episode(seed: int, won: bool, actions: list[str], logp: float) -> Trajectory:
@@ -22,8 +10,8 @@ def _episode(seed: int, won: bool, actions: list[str], logp: float) -> Trajector
     return Trajectory(episode_id=f"{seed}-{len(actions)}", group_id=0, task=TaskRef("train", seed), steps=steps, won=won)
 
 
-def test_mixed_groups_distinct_sequences_and_token_nll():
-    exploration = _load().exploration
+def test_mixed_groups_distinct_sequences_and_token_nll(script_module):
+    exploration = script_module("exploration_check").exploration
     trajectories = [
         _episode(1, True, ["down", "right"], -0.1), _episode(1, False, ["down", "down"], -0.3),  # mixed, 2 sequences
         _episode(2, True, ["right"], -0.2), _episode(2, True, ["right"], -0.2),  # one outcome, 1 sequence

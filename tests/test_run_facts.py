@@ -1,17 +1,7 @@
 """scripts/run_facts.py on a hand-written run directory: the lines a results page quotes."""
 
-import importlib.util
 import json
 from pathlib import Path
-
-SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "run_facts.py"
-
-
-def _load():
-    spec = importlib.util.spec_from_file_location("run_facts", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def _write(path: Path, records: list[dict], cut_last: bool = False) -> None:
@@ -19,8 +9,8 @@ def _write(path: Path, records: list[dict], cut_last: bool = False) -> None:
     path.write_text(text + ('{"iteration": 9, "spl' if cut_last else ""))
 
 
-def test_endings_skills_and_curves_of_a_run(tmp_path):
-    facts = _load()
+def test_endings_skills_and_curves_of_a_run(tmp_path, script_module):
+    facts = script_module("run_facts")
     _write(tmp_path / "eval.jsonl", [{"iteration": 0, "split": "test", "success_micro": 0.5},
                                      {"iteration": 2, "split": "test", "success_micro": 0.25}], cut_last=True)
     _write(tmp_path / "metrics.jsonl", [{"iteration": 1, "rollout/success": 0.75, "train/advantage_abs_mean": 0.0}])
@@ -41,8 +31,8 @@ def test_endings_skills_and_curves_of_a_run(tmp_path):
     assert lines[-1] == "complete: True, mean iteration 12.5 s"
 
 
-def test_an_archived_run_without_episodes_has_no_endings(tmp_path):
-    facts = _load()
+def test_an_archived_run_without_episodes_has_no_endings(tmp_path, script_module):
+    facts = script_module("run_facts")
     _write(tmp_path / "eval.jsonl", [{"iteration": 0, "split": "test", "success_micro": 1.0}])
     lines = facts.describe(tmp_path)
     assert not any(" @ " in line for line in lines)
