@@ -13,25 +13,15 @@ endings are left out there).
 from __future__ import annotations
 
 import argparse
-import json
 from collections import Counter
 from pathlib import Path
 
+from seedbench.jsonio import read_jsonl
+from seedbench.report.data import read_run
+from seedbench.report.tables import skill_duplicates
+
 METRICS = ("rollout/success", "rollout/invalid_actions", "train/advantage_abs_mean", "time/rollout_s",
            "time/analysis_s", "time/update_s", "time/iteration_s")
-
-
-def read_jsonl(path: Path) -> list[dict]:
-    """The records of a JSON-lines file, a line cut by a kill left out; [] when the file is missing."""
-    if not path.is_file():
-        return []
-    records = []
-    for line in path.read_text().splitlines():
-        try:
-            records.append(json.loads(line))
-        except json.JSONDecodeError:
-            continue
-    return records
 
 
 def eval_curves(evals: list[dict]) -> dict[str, list[tuple[int, float]]]:
@@ -56,31 +46,25 @@ def episode_endings(episodes: list[dict]) -> dict[tuple[str, int], Counter]:
     return endings
 
 
-def skill_counts(skills: list[dict]) -> tuple[int, int]:
-    """Parsed skills and distinct skill texts (case and spacing ignored)."""
-    texts = [s.get("skill") or s.get("episode_skill") for s in skills if s.get("parsed", True)]
-    texts = [t for t in texts if t]
-    return len(texts), len({" ".join(t.lower().split()) for t in texts})
-
-
-def describe(run: Path) -> list[str]:
-    lines = [f"== {run}"]
-    for split, curve in eval_curves(read_jsonl(run / "eval.jsonl")).items():
+def describe(path: Path) -> list[str]:
+    """The lines `main` prints for one run directory (read as `seedbench report` reads it)."""
+    run = read_run(path)
+    lines = [f"== {path}"]
+    for split, curve in eval_curves(run.evals).items():
         lines.append(f"{split}: " + " -> ".join(f"{s:.3f} (it {i})" for i, s in curve))
-    metrics = read_jsonl(run / "metrics.jsonl")
     for key in METRICS:
-        values = [m.get(key) for m in metrics]
+        values = [m.get(key) for m in run.metrics]
         if any(isinstance(v, (int, float)) for v in values):
             lines.append(f"{key}: " + ", ".join(f"{v:.3g}" if isinstance(v, (int, float)) else "-" for v in values))
-    skills = read_jsonl(run / "skills.jsonl")
-    if skills:
-        parsed, distinct = skill_counts(skills)
-        lines.append(f"skills: {parsed} parsed of {len(skills)}, {distinct} distinct")
-    for (phase, iteration), counts in sorted(episode_endings(read_jsonl(run / "episodes.jsonl")).items(),
+    records = run.skills()
+    if records:
+        counts = skill_duplicates([run])
+        lines.append(f"skills: {counts['skills']} parsed of {len(records)}, {counts['distinct']} distinct")
+    for (phase, iteration), counts in sorted(episode_endings(list(read_jsonl(path / "episodes.jsonl"))).items(),
                                              key=lambda item: (item[0][0], item[0][1])):
         lines.append(f"{phase} @ {iteration}: " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items())))
-    summary = json.loads((run / "summary.json").read_text()) if (run / "summary.json").is_file() else {}
-    lines.append(f"complete: {summary.get('complete')}, mean iteration {summary.get('timing', {}).get('mean_iteration_s')} s")
+    timing = run.summary.get("timing") or {}
+    lines.append(f"complete: {run.summary.get('complete')}, mean iteration {timing.get('mean_iteration_s')} s")
     return lines
 
 
