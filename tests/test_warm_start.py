@@ -207,3 +207,32 @@ def test_the_answer_only_loss_equals_the_models_own_masked_loss(tiny_tokenizer):
     answer_tokens = sum(sum(label != -100 for label in row["labels"]) for row in rows)
     assert trainer.compute_loss(policy.model, batch, num_items_in_batch=2 * answer_tokens).item() == \
         pytest.approx(expected.item() / 2, rel=1e-5)
+
+
+def test_the_first_training_step_is_fingerprinted_so_two_builds_can_be_told_apart(tiny_tokenizer, tmp_path):
+    """Equal inputs give equal fingerprints; another data order changes only the ids' hash, other weights
+    only the weights' hash; the recorded loss is the first step's logged loss."""
+    from seedbench.config import ModelConfig
+    from seedbench.models.policy import load_policy
+    from seedbench.training.sft import SFTSettings, fine_tune, tokenize_example
+
+    rows = [tokenize_example(tiny_tokenizer, f"Your task is to: go {word}", f"<action>{word}</action>")
+            for word in ("down", "left", "right", "up", "down left", "up right")]
+
+    def first_step(seed: int, weights_seed: int, name: str) -> dict:
+        policy = load_policy(ModelConfig(name="tiny"), need_reference=False, seed=weights_seed)
+        out = tmp_path / name
+        out.mkdir()
+        metrics = fine_tune(policy, rows, [], SFTSettings(epochs=1, lr=1e-3, batch_size=2, seed=seed), out)
+        logged = [json.loads(line) for line in (out / "sft_log.jsonl").read_text().splitlines()]
+        assert metrics["first_step"]["loss"] == pytest.approx(next(r["loss"] for r in logged if "loss" in r), rel=1e-4)
+        return metrics["first_step"]
+
+    a, again = first_step(0, 0, "a"), first_step(0, 0, "again")
+    assert a == again and len(a["input_ids_sha256"]) == len(a["weights_sha256"]) == 64
+    other_order = first_step(1, 0, "order")
+    assert other_order["input_ids_sha256"] != a["input_ids_sha256"]
+    assert other_order["weights_sha256"] == a["weights_sha256"]
+    other_weights = first_step(0, 1, "weights")
+    assert other_weights["input_ids_sha256"] == a["input_ids_sha256"]
+    assert other_weights["weights_sha256"] != a["weights_sha256"] and other_weights["loss"] != a["loss"]

@@ -21,6 +21,7 @@ bf16 autocast over the master weights.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import shutil
 from dataclasses import dataclass
@@ -82,7 +83,7 @@ def fine_tune(policy: Any, train_rows: list[dict], val_rows: list[dict], setting
     """Fine-tune ``policy.model`` in place on `train_rows` (validation loss before and after on
     `val_rows`, when any); writes ``out/sft_log.jsonl`` (the Trainer's log history) and returns
     ``train_loss``, ``final_loss`` (mean of the last logged steps), ``val_loss_before``, ``val_loss_after``,
-    ``sft_steps``, ``precision`` and ``train_s``."""
+    ``sft_steps``, ``precision``, ``train_s`` and ``first_step`` (`first_step_fingerprint`)."""
     import time
 
     try:
@@ -127,7 +128,7 @@ def fine_tune(policy: Any, train_rows: list[dict], val_rows: list[dict], setting
           + (f", val loss {before:.4f} -> {after:.4f}" if val_rows else ""), flush=True)
     return {"train_loss": float(result.training_loss), "final_loss": final, "val_loss_before": before,
             "val_loss_after": after, "sft_steps": int(trainer.state.global_step), "precision": name,
-            "train_s": round(train_s, 1)}
+            "train_s": round(train_s, 1), "first_step": trainer.first_step}
 
 
 def split_rows(input_ids, labels, attention_mask) -> tuple[list[list[int]], list[list[int]]]:
@@ -141,6 +142,22 @@ def split_rows(input_ids, labels, attention_mask) -> tuple[list[list[int]], list
         prompts.append(ids[:start])
         answers.append(ids[start:])
     return prompts, answers
+
+
+def first_step_fingerprint(model: Any, prompts: list[list[int]], answers: list[list[int]], loss: Any) -> dict:
+    """What decides the first training forward, hashed: its token ids, the weights it ran with, the CPU
+    kernels' setting, and the loss it gave. Recorded in a checkpoint's provenance so that two builds of
+    one recipe whose first losses differ show which input differed (the ids, the weights, or neither: the
+    kernels)."""
+    import torch
+
+    weights = hashlib.sha256()
+    for name, tensor in model.state_dict().items():
+        weights.update(name.encode())
+        weights.update(tensor.detach().contiguous().view(torch.uint8).numpy().tobytes())
+    return {"input_ids_sha256": hashlib.sha256(json.dumps([prompts, answers]).encode()).hexdigest(),
+            "weights_sha256": weights.hexdigest(), "loss": float(loss),
+            "torch_threads": torch.get_num_threads(), "cpu_capability": torch.backends.cpu.get_cpu_capability()}
 
 
 def _answer_loss_trainer(base: type, policy: Any) -> type:
@@ -157,6 +174,8 @@ def _answer_loss_trainer(base: type, policy: Any) -> type:
     class AnswerLossTrainer(base):
         refreshed_at: int | None = None
         """The optimizer step whose weights the compute copy holds."""
+        first_step: dict | None = None
+        """`first_step_fingerprint` of the first training micro-batch."""
 
         def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
             prompts, answers = split_rows(inputs["input_ids"], inputs["labels"], inputs["attention_mask"])
@@ -172,6 +191,8 @@ def _answer_loss_trainer(base: type, policy: Any) -> type:
                                              inputs["input_ids"].device, autocast=autocast)
             count = num_items_in_batch if num_items_in_batch is not None else mask.sum().clamp(min=1)
             loss = -logp.sum() / count
+            if self.first_step is None and torch.is_grad_enabled():
+                self.first_step = first_step_fingerprint(model, prompts, answers, loss.detach())
             return (loss, None) if return_outputs else loss
 
         def training_step(self, *args, **kwargs):
