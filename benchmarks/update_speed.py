@@ -2,6 +2,7 @@
 GRPO's at equal work.
 
     python benchmarks/update_speed.py [--model smollm2-135m] [--dtype auto|fp32|bf16] [--repeats 2] [--batch PATH] [--singles]
+                                      [--forward-batch-sizes N ...]
                                       [--seed-repeats 1] [--out benchmarks/results/update_speed.json]
 
 The batch is by default one real rollout of `configs/quickstart_cpu.yaml`, the Sokoban smoke recipe (GRPO,
@@ -13,7 +14,9 @@ the same weights with a fresh AdamW. Variants, timed interleaved (A, B, A, B, �
 
 * ``plain``: ``optim.old_logprobs=score``, ``optim.packing=off`` (the reference's passes and layout);
 * ``optimised``: ``optim.old_logprobs=first_forward``, ``optim.packing=shared_prefix``;
-* with ``--singles`` also each switch alone.
+* with ``--singles`` also each switch alone;
+* with ``--forward-batch-sizes N …`` also ``optimised`` with ``optim.forward_batch_size=N`` (several
+  micro-batches through one forward, the same gradient up to float order), one variant per N.
 
 After each variant's first update the parameters are compared with the plain update's (max |Δ| and that
 over the largest parameter change of the plain update). When the rollout's advantages are all zero
@@ -39,13 +42,14 @@ import time
 from pathlib import Path
 
 VARIANTS = {
-    "plain": {"old_logprobs": "score", "packing": "off"},
-    "optimised": {"old_logprobs": "first_forward", "packing": "shared_prefix", "log_prob_micro_batch_size": 16},
+    "plain": {"old_logprobs": "score", "packing": "off", "forward_batch_size": None},
+    "optimised": {"old_logprobs": "first_forward", "packing": "shared_prefix", "log_prob_micro_batch_size": 16,
+                  "forward_batch_size": None},
 }
 SINGLES = {
-    "first_forward": {"old_logprobs": "first_forward", "packing": "off"},
-    "packed": {"old_logprobs": "score", "packing": "packed"},
-    "shared_prefix": {"old_logprobs": "score", "packing": "shared_prefix"},
+    "first_forward": {"old_logprobs": "first_forward", "packing": "off", "forward_batch_size": None},
+    "packed": {"old_logprobs": "score", "packing": "packed", "forward_batch_size": None},
+    "shared_prefix": {"old_logprobs": "score", "packing": "shared_prefix", "forward_batch_size": None},
 }
 FIXED_SKILL = "Push the box toward the target one step at a time, and never push it into a corner."
 DTYPES = ("auto", "fp32", "bf16")
@@ -81,6 +85,8 @@ def ran_dtype(trainer) -> str:
 def parse_args(argv=None):
     p = replay_parser(__doc__, "timed updates per variant", 2, "benchmarks/results/update_speed.json")
     p.add_argument("--singles", action="store_true", help="also time each switch alone")
+    p.add_argument("--forward-batch-sizes", type=int, nargs="*", default=[], metavar="N",
+                   help="also the optimised update with optim.forward_batch_size=N (multiples of micro_batch_size)")
     p.add_argument("--seed-repeats", type=int, default=1, help="SEED vs GRPO pairs at equal work (0 = skip)")
     return p.parse_args(argv)
 
@@ -225,7 +231,9 @@ def main(argv=None) -> int:
     print(f"batch: {shape['samples']} step samples, {shape['prompt_tokens_mean']:.0f} prompt + "
           f"{shape['response_tokens_mean']:.1f} response tokens on average ({recorded})", flush=True)
     initial = {k: v.detach().clone() for k, v in trainer.policy.model.state_dict().items()}
-    variants = {**VARIANTS, **(SINGLES if args.singles else {})}
+    variants = {**VARIANTS, **(SINGLES if args.singles else {}),
+                **{f"optimised_forward{n}": {**VARIANTS["optimised"], "forward_batch_size": n}
+                   for n in args.forward_batch_sizes}}
     times: dict[str, list[float]] = {name: [] for name in variants}
     cpu: dict[str, list[float]] = {name: [] for name in variants}
     after: dict[str, dict] = {}

@@ -335,3 +335,39 @@ def test_scoring_passes_take_their_own_micro_batch_size(tmp_path, monkeypatch):
     _update(trainer, prepared, trajectories, old_logprobs="score")
     assert sizes == [2, 2]  # empty: the loss's micro_batch_size
     trainer.close()
+
+
+@pytest.mark.parametrize("packing", ["off", "shared_prefix"])
+@pytest.mark.parametrize("loss_agg_mode", ["token-mean", "seq-mean-token-mean"])
+def test_micro_batches_sharing_one_forward_keep_their_own_loss(tmp_path, packing, loss_agg_mode):
+    """``optim.forward_batch_size=4`` runs two micro-batches of 2 through one forward and backward: the loss
+    and gradients equal two forwards of 2, and under ``token-mean`` differ from one micro-batch of 4
+    (another normalisation), so each micro-batch really keeps its own."""
+    trainer = _trainer(tmp_path, "forward", loss_agg_mode=loss_agg_mode, packing=packing)
+    prepared, trajectories = _rollout(trainer)
+    lengths = [len(s.response_ids) for s in prepared.samples]
+    forwards = []
+    real_forward = trainer.updater.forward
+    trainer.updater.forward = lambda indices, *a: forwards.append(len(indices)) or real_forward(indices, *a)
+    separate, grads, _ = _update(trainer, prepared, trajectories, forward_batch_size=None)
+    assert forwards == [2, 2]
+    forwards.clear()
+    shared, shared_grads, _ = _update(trainer, prepared, trajectories, forward_batch_size=4)
+    assert forwards == [4]
+    assert abs(shared["train/loss"] - separate["train/loss"]) < TOL
+    assert abs(shared["train/pg_loss"] - separate["train/pg_loss"]) < TOL
+    assert _max_grad_diff(shared_grads, grads) < TOL
+    assert max(g.abs().max() for g in grads.values()) > 1e-4
+    if loss_agg_mode == "token-mean":  # the sequence means weigh a sequence alike however the rows are split
+        _, one_grads, _ = _update(trainer, prepared, trajectories, forward_batch_size=None, micro_batch_size=4)
+        assert len(set(lengths)) > 1, lengths  # responses of unequal length, so the token means differ
+        assert _max_grad_diff(one_grads, grads) > 1e-4
+    trainer.close()
+
+
+def test_a_forward_batch_that_splits_a_micro_batch_is_one_line():
+    from seedbench.config import ConfigError
+
+    with pytest.raises(ConfigError, match=r"optim.forward_batch_size=3 is not a multiple of optim.micro_batch_size=2"):
+        build_config(overrides={"env": "choice", "model": {"name": "tiny"},
+                                "optim": {"micro_batch_size": 2, "forward_batch_size": 3}})

@@ -82,6 +82,7 @@ def validate_config(config: RunConfig, *, check_host: bool = True) -> RunConfig:
     _agent_class_of(config).check_config(config, algo)
     _check_rollout_is(config)
     _check_bf16_compute(config)
+    _check_forward_batch_size(config)
     if config.analyzer_sft.annotator:
         load_object(ANNOTATOR_CHECK)(config.analyzer_sft.annotator)
     from seedbench.tracking import check_track
@@ -306,6 +307,14 @@ def _check_bf16_compute(config: RunConfig) -> None:
     if config.model.bf16_compute == "param_copy" and config.distributed.strategy == "fsdp":
         raise ConfigError("model.bf16_compute=param_copy needs whole parameters, but distributed.strategy=fsdp "
                           "shards them; set model.bf16_compute=autocast or distributed.strategy=ddp")
+
+
+def _check_forward_batch_size(config: RunConfig) -> None:
+    """A forward holds whole micro-batches, so each keeps its own loss normalisation."""
+    optim = config.optim
+    if optim.forward_batch_size and optim.forward_batch_size % optim.micro_batch_size:
+        raise ConfigError(f"optim.forward_batch_size={optim.forward_batch_size} is not a multiple of "
+                          f"optim.micro_batch_size={optim.micro_batch_size}; use a multiple of it, or leave it empty")
 
 
 def _check_final_weights_kept(config: RunConfig) -> None:

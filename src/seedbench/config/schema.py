@@ -177,6 +177,13 @@ class OptimConfig:
     """Step samples per forward pass (gradient accumulation inside a mini-batch). Sets the update's peak
     memory: the activations kept for the backward pass grow with every sample of the micro-batch
     (docs/performance.md, "Peak memory of a CPU run")."""
+    forward_batch_size: Count | None = None
+    """Step samples per forward and backward of the update's loss passes; empty = `micro_batch_size`. A
+    multiple of `micro_batch_size`: that many gradient-accumulation micro-batches then share one forward
+    (one packed row with ``packing: shared_prefix``), each keeping its own loss normalisation
+    (`loss_agg_mode`), so the gradient is the same up to float summation order. On a CPU a larger value
+    gives the matrix products more rows and shares more prompt prefixes, at the cost of the activations of
+    the extra samples (docs/performance.md, "Several micro-batches in one forward")."""
     log_prob_micro_batch_size: Count | None = None
     """Step samples per forward of the no-grad scoring passes (π_old, the reference, SEED's teacher), like
     the reference code's ``log_prob_micro_batch_size``; empty = `micro_batch_size`. Those passes keep no

@@ -126,36 +126,65 @@ class PolicyUpdate:
         # until its outermost region exits, so every micro-batch's forward reuses the first one's (the
         # weights change only at the optimizer step, after this). Loss and backward run with autocast off.
         _, region = self.training_model()
+        size = cfg.micro_batch_size
         with region:
-            for micro_start in range(0, len(mini), cfg.micro_batch_size):
-                micro = mini[micro_start : micro_start + cfg.micro_batch_size]
-                mb = self.micro_batch(micro, samples, old_logp, ref_logp, want_entropy, update_info,
-                                      minibatch_tokens=tokens, micro_batches=micro_batches, engine_logp=engine_logp)
+            for chunk_start in range(0, len(mini), self.forward_batch_size):
+                chunk = mini[chunk_start : chunk_start + self.forward_batch_size]
+                forward = self.forward(chunk, samples, want_entropy)
+                loss = None
+                for micro_start in range(0, len(chunk), size):
+                    micro = chunk[micro_start : micro_start + size]
+                    mb = self.loss_input(micro, forward.rows(micro_start, len(micro), samples, micro), samples,
+                                         old_logp, ref_logp, update_info, minibatch_tokens=tokens,
+                                         micro_batches=micro_batches, engine_logp=engine_logp)
+                    with self.policy.autocast_off():
+                        loss_sum, metric_sums = self.agent.loss(mb)  # weighted for optim.loss_agg_mode
+                    loss = loss_sum if loss is None else loss + loss_sum
+                    sums["train/loss"] = sums.get("train/loss", 0.0) + float(loss_sum.detach())
+                    for key, value in metric_sums.items():
+                        sums[key] = sums.get(key, 0.0) + float(value)
                 with self.policy.autocast_off():
-                    loss_sum, metric_sums = self.agent.loss(mb)  # weighted for optim.loss_agg_mode (MiniBatch.loss_weight)
-                    (loss_sum / tokens).backward()
+                    (loss / tokens).backward()
                 if compute is not None:
                     compute.move_grads()  # into the fp32 master .grad, where clipping and AdamW find them
-                sums["train/loss"] = sums.get("train/loss", 0.0) + float(loss_sum.detach())
-                for key, value in metric_sums.items():
-                    sums[key] = sums.get(key, 0.0) + float(value)
-                logp = mb.logp.detach().float().cpu()
-                for row, i in enumerate(micro):
+                logp = forward.logp.detach().float().cpu()
+                for row, i in enumerate(chunk):
                     current[i] = logp[row, : len(samples[i].response_ids)].tolist()
         return sums, current
+
+    @property
+    def forward_batch_size(self) -> int:
+        """Step samples per forward and backward of the loss passes (`optim.forward_batch_size`, a multiple
+        of `optim.micro_batch_size`; empty = one micro-batch)."""
+        cfg = self.config.optim
+        return cfg.forward_batch_size or cfg.micro_batch_size
+
+    def forward(self, indices: list[int], samples: list[TrainSample], want_entropy: bool) -> "_Forward":
+        """One forward (with gradient) over samples `indices` in the update's layout."""
+        prompts = [samples[i].prompt_ids for i in indices]
+        responses = [samples[i].response_ids for i in indices]
+        model, autocast = self.training_model()
+        logp, entropy, mask = forward_logprobs(model, prompts, responses, self.policy.tokenizer.pad_token_id,
+                                               self.policy.device, with_entropy=want_entropy, autocast=autocast,
+                                               temperature=self.context.score_temperature,
+                                               packing=self.config.optim.packing)
+        return _Forward(logp, entropy, mask)
 
     def micro_batch(self, indices: list[int], samples: list[TrainSample], old_logp, ref_logp, want_entropy: bool,
                     update_info: dict[str, float] | None = None, minibatch_tokens: int = 0,
                     micro_batches: int = 1, engine_logp=None) -> MiniBatch:
-        """The loss's input for samples `indices`: this forward's log-probs (with gradient) and the padded
-        π_old, reference and engine log-probs, advantages and the agent's per-token extras."""
-        policy, cfg = self.policy, self.config.optim
-        prompts = [samples[i].prompt_ids for i in indices]
-        responses = [samples[i].response_ids for i in indices]
-        model, autocast = self.training_model()
-        logp, entropy, mask = forward_logprobs(model, prompts, responses, policy.tokenizer.pad_token_id,
-                                               policy.device, with_entropy=want_entropy, autocast=autocast,
-                                               temperature=self.context.score_temperature, packing=cfg.packing)
+        """The loss's input for samples `indices`, from a forward of their own."""
+        forward = self.forward(indices, samples, want_entropy)
+        return self.loss_input(indices, forward, samples, old_logp, ref_logp, update_info, minibatch_tokens,
+                               micro_batches, engine_logp)
+
+    def loss_input(self, indices: list[int], forward: "_Forward", samples: list[TrainSample], old_logp, ref_logp,
+                   update_info: dict[str, float] | None = None, minibatch_tokens: int = 0,
+                   micro_batches: int = 1, engine_logp=None) -> MiniBatch:
+        """The loss's input for samples `indices`: their rows of a forward (log-probs with gradient) and the
+        padded π_old, reference and engine log-probs, advantages and the agent's per-token extras."""
+        cfg = self.config.optim
+        logp, entropy, mask = forward.logp, forward.entropy, forward.mask
 
         def padded(rows):
             out = torch.zeros_like(mask)
@@ -246,3 +275,20 @@ class PolicyUpdate:
                 "tokens": [tokenizer.decode([t]) for t in sample.response_ids],
                 "signals": {name: [round(float(v), 5) for v in vals] for name, vals in values.items()}})
 
+
+
+@dataclass
+class _Forward:
+    """One forward's per-token log-probs [B, L], entropies (or None) and response mask."""
+
+    logp: torch.Tensor
+    entropy: torch.Tensor | None
+    mask: torch.Tensor
+
+    def rows(self, start: int, count: int, samples: list[TrainSample], indices: list[int]) -> "_Forward":
+        """Rows `start`..`start + count` (samples `indices`), cut to their longest response: what a forward
+        of those samples alone returns, so a micro-batch's loss does not depend on what shared its forward."""
+        width = max(len(samples[i].response_ids) for i in indices)
+        cut = slice(start, start + count)
+        return _Forward(self.logp[cut, :width], None if self.entropy is None else self.entropy[cut, :width],
+                        self.mask[cut, :width])
