@@ -134,8 +134,8 @@ class PolicyUpdate:
                 loss = None
                 for micro_start in range(0, len(chunk), size):
                     micro = chunk[micro_start : micro_start + size]
-                    mb = self.loss_input(micro, forward.rows(micro_start, len(micro), samples, micro), samples,
-                                         old_logp, ref_logp, update_info, minibatch_tokens=tokens,
+                    rows = forward.rows(micro_start, [len(samples[i].response_ids) for i in micro])
+                    mb = self.loss_input(micro, rows, samples, old_logp, ref_logp, update_info, minibatch_tokens=tokens,
                                          micro_batches=micro_batches, engine_logp=engine_logp)
                     with self.policy.autocast_off():
                         loss_sum, metric_sums = self.agent.loss(mb)  # weighted for optim.loss_agg_mode
@@ -276,7 +276,6 @@ class PolicyUpdate:
                 "signals": {name: [round(float(v), 5) for v in vals] for name, vals in values.items()}})
 
 
-
 @dataclass
 class _Forward:
     """One forward's per-token log-probs [B, L], entropies (or None) and response mask."""
@@ -285,10 +284,10 @@ class _Forward:
     entropy: torch.Tensor | None
     mask: torch.Tensor
 
-    def rows(self, start: int, count: int, samples: list[TrainSample], indices: list[int]) -> "_Forward":
-        """Rows `start`..`start + count` (samples `indices`), cut to their longest response: what a forward
+    def rows(self, start: int, response_lengths: list[int]) -> "_Forward":
+        """The rows from `start` of samples with these response lengths, cut to the longest: what a forward
         of those samples alone returns, so a micro-batch's loss does not depend on what shared its forward."""
-        width = max(len(samples[i].response_ids) for i in indices)
-        cut = slice(start, start + count)
+        width = max(response_lengths)
+        cut = slice(start, start + len(response_lengths))
         return _Forward(self.logp[cut, :width], None if self.entropy is None else self.entropy[cut, :width],
                         self.mask[cut, :width])
