@@ -27,6 +27,24 @@ def test_update_speed_compares_variants_on_one_recorded_batch(tmp_path, capsys):
     assert "load average" in capsys.readouterr().out
 
 
+def test_a_variant_sets_its_switches_for_its_own_update_only(tmp_path):
+    """What a variant leaves out, the recipe decides: the optimised variant runs the recipe's
+    ``optim.forward_batch_size`` even after a variant that set another."""
+    bench = _load("update_speed")
+    args = bench.parse_args([*TINY, "optim.forward_batch_size=4"])
+    trainer = bench.make_trainer(args, "grpo", tmp_path)
+    trajectories, rewards = bench.record_batch(trainer, tmp_path / "batch.pkl")
+    prepared = trainer.agent.prepare(trajectories, rewards, 1)
+    initial = {k: v.detach().clone() for k, v in trainer.policy.model.state_dict().items()}
+    seen = []
+    real_update = trainer.update
+    trainer.update = lambda *a: seen.append(trainer.config.optim.forward_batch_size) or real_update(*a)
+    for name in ("plain", "optimised"):
+        bench.timed_update(trainer, initial, prepared, trajectories, bench.VARIANTS[name])
+    assert seen == [None, 4] and trainer.config.optim.forward_batch_size == 4
+    trainer.close()
+
+
 @pytest.mark.parametrize("dtype", ["fp32", "bf16"])
 def test_the_replay_benchmarks_pin_the_trainers_dtype(tmp_path, dtype):
     """``--dtype`` reaches the trainer's ``model.dtype`` (the TRL comparison once ran seedbench at ``auto``, bf16
