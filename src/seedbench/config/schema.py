@@ -183,7 +183,7 @@ class OptimConfig:
     (one packed row with ``packing: shared_prefix``), each keeping its own loss normalisation
     (`loss_agg_mode`), so the gradient is the same up to float summation order. On a CPU a larger value
     gives the matrix products more rows and shares more prompt prefixes, at the cost of the activations of
-    the extra samples (docs/performance.md, "Several micro-batches in one forward")."""
+    the extra samples (docs/performance.md, "Update: repeating no work")."""
     log_prob_micro_batch_size: Count | None = None
     """Step samples per forward of the no-grad scoring passes (π_old, the reference, SEED's teacher), like
     the reference code's ``log_prob_micro_batch_size``; empty = `micro_batch_size`. Those passes keep no
