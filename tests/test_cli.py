@@ -24,6 +24,9 @@ def test_import_seedbench_is_light():
     (["run", "--env", "choice", "--config", "missing.yaml"], "config file not found: missing.yaml"),
     (["run", "--env", "choice", "--set", "optim.lr=fast"], "optim.lr: expected a number"),
     (["eval", "--agent", "/no/such/dir", "--env", "choice"], "neither 'random', 'scripted', the embedded model (smollm2-135m) nor an existing"),
+    (["eval", "/no/such/dir", "--env", "choice"], "neither 'random', 'scripted', the embedded model (smollm2-135m) nor an existing"),
+    (["eval", "--env", "choice"], "name what to evaluate once, `seedbench eval RUN` or `seedbench eval --agent RUN`"),
+    (["eval", "random", "--agent", "random", "--env", "choice"], "name what to evaluate once"),
     (["data", "nope"], "no data generator for 'nope'"),
 ])
 def test_bad_input_is_one_line_without_traceback(argv, expected, capsys):

@@ -170,7 +170,7 @@ def test_a_run_that_deletes_its_final_checkpoint_keeps_what_eval_needs_and_refus
     assert summary["complete"] is True and summary["checkpoints_deleted"] is True
     last = list(read_jsonl(out / "eval.jsonl"))[-1]
     records = tmp_path / "replay.jsonl"
-    assert main(["eval", "--agent", str(out), "--records", str(records)]) == 0
+    assert main(["eval", str(out), "--records", str(records)]) == 0  # the positional form of --agent
     (replay,) = list(read_jsonl(records))
     assert replay == last and replay["iteration"] == 1  # the final weights, the run's prompts and eval list
     capsys.readouterr()

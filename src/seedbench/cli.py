@@ -3,7 +3,7 @@
     seedbench run --agent grpo --env sokoban [--model M] [--seed S] [--iterations K] [--config Y]
                   [--output DIR] [--resume [DIR]] [--allow-config-changes] [--track tensorboard,wandb,mlflow]
                   [--set key=value ...]
-    seedbench eval --agent <run dir|checkpoint dir|smollm2-135m|random|scripted> [--env sokoban] [--episodes N] [--set k=v ...]
+    seedbench eval <run dir|checkpoint dir|smollm2-135m|random|scripted> [--env sokoban] [--episodes N] [--set k=v ...]
     seedbench config [--agent NAME]          every run config field: type, default, documentation
     seedbench envs | agents
     seedbench check-env NAME [--seeds N] [--expert-tasks N] [--kwarg KEY=VALUE ...]
@@ -110,6 +110,9 @@ def cmd_eval(args) -> int:
 
     from seedbench.training.evaluate import evaluate_agent
 
+    if (args.target is None) == (args.agent is None):
+        raise CLIError("seedbench eval: name what to evaluate once, `seedbench eval RUN` or `seedbench eval --agent RUN`")
+    args.agent = args.agent or args.target
     result = evaluate_agent(args.agent, args.env, episodes=args.episodes, split=args.split, seed=args.seed,
                             temperature=args.temperature, max_new_tokens=args.max_new_tokens, engine=args.engine,
                             set_values=_parse_set(args.set or []))
@@ -218,7 +221,8 @@ def build_parser() -> argparse.ArgumentParser:
         description="A run (or one of its checkpoints) is evaluated exactly as the trainer evaluates it, under its "
                     "own config.yaml; each flag overrides one field of it (printed). Other agents get the default "
                     "run config for --env. Defaults come from the run config (`seedbench config`).")
-    ev.add_argument("--agent", required=True, help="run directory, checkpoint directory, HF checkpoint, the embedded base model "
+    ev.add_argument("target", nargs="?", metavar="AGENT", help="the same as --agent (`seedbench eval RUN`)")
+    ev.add_argument("--agent", help="run directory, checkpoint directory, HF checkpoint, the embedded base model "
                     "('smollm2-135m'), 'random' or 'scripted'")
     ev.add_argument("--env", help="env (required unless --agent is a run); sets env")
     ev.add_argument("--episodes", type=int, help="sets eval.num_tasks")
