@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Install everything the test suite needs on a fresh machine, lint, then run every test (both tiers:
-# README "Tests"; the quick tier alone is `python -m pytest -m "not slow"`).
+# README "Quick start", command 2; the quick tier alone is `python -m pytest -m "not slow"`).
 # Used verbatim by the README and by .ci/run. Offline apart from the package registries.
 set -euo pipefail
 cd "$(dirname "$0")/.."

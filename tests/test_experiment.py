@@ -6,6 +6,7 @@ so they take seconds; `test_real_experiment_*` runs the real `seedbench run` wit
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import signal
@@ -53,6 +54,25 @@ def test_example_spec_parses():
     assert argv[argv.index("--set") + 1:] == ["eval.every=2", "eval.num_tasks=8", "rollout.max_new_tokens=32"]
     seed_argv = runs[3].cli_args(resume=False)
     assert runs[3].agent == "seed" and seed_argv[-1] == "algo.analysis_max_new_tokens=64" and "--resume" not in seed_argv
+
+
+@pytest.mark.parametrize("path", sorted((REPO / "configs/experiments").glob("*.yaml")), ids=lambda p: p.name)
+def test_every_shipped_spec_expands_into_valid_run_configs(path):
+    """Each run of a shipped spec, as the driver would start it, resolves into a config that passes validation;
+    the CPU study's runs keep the recipe its archived runs ran (their config.yaml, where archived)."""
+    from seedbench.cli import _run_overrides, build_parser
+    from seedbench.config import build_config
+    from seedbench.config.resolve import validate_config
+
+    for run in ex.expand(ex.load_spec(path, "/tmp/x")):
+        args = build_parser().parse_args(run.cli_args(resume=False))
+        config = validate_config(build_config(args.config, _run_overrides(args)), check_host=False)
+        archived = REPO / "docs/results/cpu-study/runs" / run.name / "config.yaml"
+        if path.name == "cpu_study.yaml" and archived.is_file():
+            ran, now = yaml.safe_load(archived.read_text()), yaml.safe_load(yaml.safe_dump(dataclasses.asdict(config)))
+            ran.pop("output"), now.pop("output")
+            assert now["optim"].pop("forward_batch_size") is None  # the one field added since: its old behaviour
+            assert now == ran, run.name
 
 
 @pytest.mark.parametrize("change, message", [

@@ -213,7 +213,7 @@ class OptimConfig:
     the micro-batch's responses, ÷ accumulation steps). SEED's distillation term keeps its own
     ``algo.opd_norm``. See `seedbench.agents.losses.loss_token_weights`."""
     rollout_is: Literal["off", "token", "sequence"] = "off"
-    """Truncated importance sampling on the engine's sampled log-probs (docs/method.md §2.1): ``off``
+    """Truncated importance sampling on the engine's sampled log-probs (docs/method.md §2.3): ``off``
     (reference code); ``token`` or ``sequence`` multiply each token's PPO term by ``min(π_old/π_engine,
     rollout_is_cap)``, the ratio per token or per response. Corrects for engine–trainer mismatch (bf16
     engine, fp32 trainer); needs sampled log-probs the trainer can compare (temperature > 0, top_p 1)."""
