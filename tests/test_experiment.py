@@ -6,7 +6,6 @@ so they take seconds; `test_real_experiment_*` runs the real `seedbench run` wit
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import os
 import signal
@@ -61,15 +60,14 @@ def test_every_shipped_spec_expands_into_valid_run_configs(path):
     """Each run of a shipped spec, as the driver would start it, resolves into a config that passes validation;
     the CPU study's runs keep the recipe its archived runs ran (their config.yaml, where archived)."""
     from seedbench.cli import _run_overrides, build_parser
-    from seedbench.config import build_config
-    from seedbench.config.resolve import validate_config
+    from seedbench.config import build_config, to_dict, validate_config
 
     for run in ex.expand(ex.load_spec(path, "/tmp/x")):
         args = build_parser().parse_args(run.cli_args(resume=False))
         config = validate_config(build_config(args.config, _run_overrides(args)), check_host=False)
         archived = REPO / "docs/results/cpu-study/runs" / run.name / "config.yaml"
         if path.name == "cpu_study.yaml" and archived.is_file():
-            ran, now = yaml.safe_load(archived.read_text()), yaml.safe_load(yaml.safe_dump(dataclasses.asdict(config)))
+            ran, now = yaml.safe_load(archived.read_text()), yaml.safe_load(yaml.safe_dump(to_dict(config)))
             ran.pop("output"), now.pop("output")
             assert now["optim"].pop("forward_batch_size") is None  # the one field added since: its old behaviour
             assert now == ran, run.name
