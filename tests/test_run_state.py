@@ -125,6 +125,37 @@ def test_a_resume_before_the_first_checkpoint_keeps_a_damaged_summarys_resource_
     assert resources["cpu_seconds"] > 1000.0 and resources["sessions"] == 5 and "incomplete" not in resources
 
 
+def test_a_session_killed_after_a_checkpoint_keeps_its_cost_in_the_resource_totals(tmp_path, monkeypatch):
+    """Each checkpoint writes the resource totals: the work of a session killed between checkpoints counts
+    up to its last one. The CPU clock is a fake that each finished iteration moves by 50 s."""
+    from seedbench.training import resources as resources_module
+
+    clock = [0.0]
+    monkeypatch.setattr(resources_module, "process_cpu_seconds", lambda: clock[0])
+    real_iteration = Trainer.iteration
+
+    def iteration(self, number):
+        if number == 2 and not getattr(iteration, "resumed", False):
+            raise Killed  # the first session dies at the start of iteration 2, after checkpoint 1
+        result = real_iteration(self, number)
+        clock[0] += 50.0
+        return result
+
+    monkeypatch.setattr(Trainer, "iteration", iteration)
+    out = tmp_path / "run"
+    with pytest.raises(Killed):
+        train(_config(out, iterations=2))
+    killed = json.loads((out / "summary.json").read_text())
+    assert killed["iterations_done"] == 1 and not killed["complete"]
+    assert killed["resources"]["cpu_seconds"] == 50.0 and killed["resources"]["sessions"] == 1
+
+    iteration.resumed = True
+    train(_config(out, iterations=2), resume=True)
+    done = json.loads((out / "summary.json").read_text())
+    assert done["complete"] and done["iterations_done"] == 2
+    assert done["resources"]["cpu_seconds"] == 100.0 and done["resources"]["sessions"] == 2
+
+
 # ----------------------------------------------------------------------------------------------------
 # kills at every write of a run: the resumed run's records equal the uninterrupted run's
 

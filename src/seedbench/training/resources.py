@@ -3,8 +3,10 @@
 What a run cost is part of its result (two agents at equal success are not equal if one took twice the
 compute), and on a cluster it is what the allocation is billed in. The meter counts, for every process
 of the run (all ranks under torchrun), the CPU time of the process and of its finished children
-(`resource.getrusage`), and wall time × GPUs the process holds. A resumed run adds to the totals of the
-run directory it continues, so the figures include work lost to a kill and redone (it was spent).
+(`resource.getrusage`), and wall time × GPUs the process holds. The totals are written to summary.json
+at the start, at every checkpoint and at the end; a resumed run adds to the totals of the run directory it
+continues, so the figures include work lost to a kill and redone (it was spent), up to the kill's last
+checkpoint.
 Env worker processes still alive when the summary is written are not counted.
 """
 

@@ -217,9 +217,20 @@ class Trainer:
 
     # -- checkpoints and summary ------------------------------------------------------------------
     def save_checkpoint(self) -> Path | None:
-        """The run's state at the current iteration (`seedbench.training.run_state.save_checkpoint`)."""
-        return save_checkpoint(self.dist, self.run_dir, self.policy.model, self.optimizer, self.counters,
+        """The run's state at the current iteration (`seedbench.training.run_state.save_checkpoint`), then
+        its cost so far in summary.json."""
+        path = save_checkpoint(self.dist, self.run_dir, self.policy.model, self.optimizer, self.counters,
                                self.config.keep_checkpoints)
+        self._record_progress()
+        return path
+
+    def _record_progress(self) -> None:
+        """The resource totals and counters in summary.json at a checkpoint: a session killed later keeps
+        the cost of its work up to here, and the resumed session adds its own to these totals."""
+        totals = self.resources.totals(self.dist.all_gather_object(self.resources.current()))
+        if self.dist.is_main:
+            self.run_dir.update_summary(resources=totals, iterations_done=self.counters["iteration"],
+                                        counters=dict(self.counters))
 
     def _load_checkpoint(self, path: Path) -> None:
         """Resume from `path` or the newest usable checkpoint before it (`run_state.load_checkpoint`)."""
