@@ -165,11 +165,13 @@ class RunDir:
                       RunFileWarning, stacklevel=2)
         return {"resources": resources}
 
-    def update_summary(self, **fields: Any) -> dict[str, Any]:
+    def update_summary(self, *, notify: bool = True, **fields: Any) -> dict[str, Any]:
+        """Merge `fields` into summary.json; `notify=False` keeps it from the observers (trackers log the
+        summary's provenance, which a progress update does not change)."""
         summary = self.read_summary()
         summary.update(fields)
         write_json_atomic(self.file("summary.json"), summary)
-        for observer in self.observers:
+        for observer in self.observers if notify else ():
             observer.on_summary(summary)
         return summary
 

@@ -230,7 +230,7 @@ class Trainer:
         totals = self.resources.totals(self.dist.all_gather_object(self.resources.current()))
         if self.dist.is_main:
             self.run_dir.update_summary(resources=totals, iterations_done=self.counters["iteration"],
-                                        counters=dict(self.counters))
+                                        counters=dict(self.counters), notify=False)
 
     def _load_checkpoint(self, path: Path) -> None:
         """Resume from `path` or the newest usable checkpoint before it (`run_state.load_checkpoint`)."""
