@@ -137,3 +137,33 @@ def test_sft_policy_with_the_recipe_builds_what_the_run_caches(tmp_path, monkeyp
     provenance = json.loads((built / "seedbench_policy_sft.json").read_text())
     assert (provenance["demos_requested"], provenance["epochs"], provenance["lr"], provenance["batch_size"],
             provenance["seed"]) == (3, 2.0, 2.0e-3, 4, 1)
+
+
+def test_a_process_that_finds_a_build_under_way_waits_for_it_and_does_not_build_again(tmp_path, monkeypatch, capsys):
+    """An experiment's parallel runs share one starting checkpoint: the second to ask waits on the first's
+    lock (here held by the test, standing in for the other process) and then uses what it built."""
+    import threading
+
+    from seedbench.training.run_lock import exclusive_lock
+    from seedbench.training.starting_model import cached_build
+
+    monkeypatch.setenv("SEEDBENCH_CACHE", str(tmp_path))
+    root = tmp_path / "starting_models"
+    (tmp_path / "locks").mkdir()
+    holder = exclusive_lock(tmp_path / "locks" / "warm-start-k.lock")  # the other process, mid-build
+    builds, result = [], {}
+    waiter = threading.Thread(target=lambda: result.update(path=cached_build("warm-start", "k", builds.append)))
+    waiter.start()
+    for _ in range(200):  # until the waiter has said that it waits
+        if "another process is building it" in capsys.readouterr().out:
+            break
+        waiter.join(0.05)
+    else:
+        pytest.fail("cached_build did not report the build under way")
+    assert waiter.is_alive() and builds == []
+    (root / "warm-start-k" / "model").mkdir(parents=True)  # the other process's build lands
+    (root / "warm-start-k" / "model" / "config.json").write_text("{}")
+    holder.close()
+    waiter.join(10)
+    assert not waiter.is_alive() and builds == [] and result["path"] == root / "warm-start-k" / "model"
+    assert "using the cached checkpoint" in capsys.readouterr().out

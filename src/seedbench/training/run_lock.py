@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import socket
 from pathlib import Path
-from typing import IO
+from typing import IO, Callable
 
 from seedbench.jsonio import RunFileError
 
@@ -33,10 +33,11 @@ class RunDirInUse(RunFileError):
     """Another live process holds the run directory's lock (the CLI prints it as one line)."""
 
 
-def exclusive_lock(file: Path) -> IO[str] | None:
+def exclusive_lock(file: Path, on_wait: Callable[[str], None] | None = None) -> IO[str] | None:
     """Take the lock of `file` (created if missing) and write ``pid N on HOST`` into it; return its open
-    handle, the lock lasting while the handle is open (None where the platform cannot lock). Raises
-    `LockHeld` naming the holder when the lock is taken."""
+    handle, the lock lasting while the handle is open (None where the platform cannot lock). When the lock
+    is taken: raise `LockHeld` naming the holder, or, given `on_wait`, call ``on_wait(holder)`` once and
+    wait until the holder lets go."""
     if fcntl is None:
         return None
     handle = open(file, "a+", encoding="utf-8")  # not "w": the holder's text stays readable to the refused
@@ -45,8 +46,11 @@ def exclusive_lock(file: Path) -> IO[str] | None:
     except BlockingIOError:
         handle.seek(0)
         holder = handle.read().strip() or "a process that did not say which"
-        handle.close()
-        raise LockHeld(holder) from None
+        if on_wait is None:
+            handle.close()
+            raise LockHeld(holder) from None
+        on_wait(holder)
+        fcntl.flock(handle, fcntl.LOCK_EX)
     handle.seek(0)
     handle.truncate()
     handle.write(f"pid {os.getpid()} on {socket.gethostname()}\n")

@@ -8,7 +8,8 @@ built checkpoint lives in ``<cache>/starting_models/<kind>-<key>/model`` where t
 decides its weights (the base model's checksum, the env and its kwargs, the prompt's history and step cap,
 the step's settings, the seed and the seedbench version), so a second run with the same recipe reuses it and
 a changed recipe builds another. A build is written to a temporary folder and renamed into place when it is
-complete, so a killed build leaves nothing that a later run would take for finished.
+complete, so a killed build leaves nothing that a later run would take for finished; a lock per key makes
+parallel runs that need the same checkpoint wait for one build instead of racing it.
 
 ``config.yaml`` keeps the recipe (``model.name`` stays the base model): ``--resume`` and ``seedbench eval``
 find the same cached checkpoint again through the same key, and ``summary.json`` records the chain through
@@ -30,9 +31,12 @@ from seedbench.paths import cache_dir
 from seedbench import __version__
 from seedbench.models.checkpoint import checkpoint_checksum
 from seedbench.registry import load_object
+from seedbench.training.run_lock import exclusive_lock
 from seedbench.training.warm_start import DEMO_FORMAT, warm_start
 
 CACHE_FOLDER = "starting_models"
+LOCK_FOLDER = "locks"
+"""Where the build locks live, beside the checkpoints rather than among them."""
 ANALYZER_SFT_FORMAT = "seedbench.agents.seed.hindsight:ANNOTATION_FORMAT"
 """The version of the rule-based analyses' wording, part of a stage-1 checkpoint's cache key."""
 ANALYZER_SFT_BUILDER = "seedbench.agents.seed.stage1:build_for_run"
@@ -63,13 +67,34 @@ def base_identity(name: str) -> str:
 
 
 def cached_build(kind: str, key: str, build: Callable[[Path], Path]) -> Path:
-    """The checkpoint of step `kind` with `key`, built by ``build(output_dir)`` when it is not cached yet."""
+    """The checkpoint of step `kind` with `key`, built by ``build(output_dir)`` when it is not cached yet.
+    One process builds a key at a time (an experiment's parallel runs share their starting checkpoints):
+    the others wait for its lock and then use what it built."""
     root = cache_dir(CACHE_FOLDER)
     final = root / f"{kind}-{key}"
-    if (final / "model" / "config.json").exists():
-        print(f"seedbench: {kind}: using the cached checkpoint {final / 'model'}", flush=True)
-        return final / "model"
-    scratch = root / f".{kind}-{key}.building-{int(time.time() * 1000)}"
+    if not _built(final):
+        def waiting(holder: str) -> None:
+            print(f"seedbench: {kind}: another process is building it ({holder}); waiting for it", flush=True)
+
+        lock = exclusive_lock(cache_dir(LOCK_FOLDER) / f"{kind}-{key}.lock", on_wait=waiting)
+        try:
+            if not _built(final):
+                return _build_into(kind, final, build)
+        finally:
+            if lock is not None:
+                lock.close()
+    print(f"seedbench: {kind}: using the cached checkpoint {final / 'model'}", flush=True)
+    return final / "model"
+
+
+def _built(folder: Path) -> bool:
+    return (folder / "model" / "config.json").exists()
+
+
+def _build_into(kind: str, final: Path, build: Callable[[Path], Path]) -> Path:
+    """Build into a scratch folder beside `final`, then rename it into place: a killed build leaves no
+    folder that looks finished."""
+    scratch = final.parent / f".{final.name}.building-{int(time.time() * 1000)}"
     print(f"seedbench: {kind}: building it once (cached in {final})", flush=True)
     try:
         model_dir = build(scratch)
