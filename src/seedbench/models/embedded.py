@@ -20,6 +20,7 @@ from importlib import metadata
 from pathlib import Path
 
 from seedbench.paths import cache_dir
+from seedbench.training.run_lock import build_lock
 
 EMBEDDED_NAME = "smollm2-135m"
 EMBEDDED_ALIASES = ("smollm2-135m", "embedded", "smollm2")
@@ -50,11 +51,16 @@ def sha256_file(path: Path, chunk: int = 1 << 20) -> str:
 def converted_dir() -> tuple[Path, str]:
     """Return (HF checkpoint directory, GGUF checksum), converting the GGUF once if needed."""
     source = gguf_path()
-    stat = source.stat()
     # The conversion is keyed by the GGUF's checksum. Size+mtime are remembered next to it only to skip
     # hashing on every run; another install of the same file (a second virtual environment) has another
     # mtime, is hashed once, matches, and reuses the conversion.
     target = cache_dir("models", EMBEDDED_NAME)
+    with build_lock(f"models-{EMBEDDED_NAME}", "embedded model"):
+        return _converted_in(target, source, source.stat())
+
+
+def _converted_in(target: Path, source: Path, stat: os.stat_result) -> tuple[Path, str]:
+    """`converted_dir`'s work, under its lock: reuse `target` when it holds this GGUF's conversion."""
     marker = target / "seedbench_source.json"
     info = {}
     if marker.exists():

@@ -23,6 +23,7 @@ from seedbench.models.vision import IMAGE_PAD, VIDEO_PAD, VISION_END, VISION_STA
 from seedbench.models.embedded import converted_dir
 from seedbench.models.tiny import tiny_tokenizer
 from seedbench.paths import cache_dir
+from seedbench.training.run_lock import build_lock
 
 TINY_VLM_NAME = "tiny-vlm"
 SMOLLM2_VL_NAME = "smollm2-vl"
@@ -105,11 +106,12 @@ def smollm2_vl_dir() -> Path:
     target = cache_dir("models", SMOLLM2_VL_NAME)
     marker = target / "seedbench_model.json"
     checksum = f"smollm2-vl-v{SMOLLM2_VL_VERSION}:gguf-sha256:{gguf_sha}"
-    if marker.exists() and json.loads(marker.read_text()).get("checksum") == checksum:
-        return target
-    print(f"seedbench: building {SMOLLM2_VL_NAME} once into {target} ...", flush=True)
-    model, tokenizer = smollm2_vl_from(source)
-    return save_vlm(target, model, tokenizer, image_processor(28 * 28, 224 * 224), {"checksum": checksum})
+    with build_lock(f"models-{SMOLLM2_VL_NAME}", SMOLLM2_VL_NAME):
+        if marker.exists() and json.loads(marker.read_text()).get("checksum") == checksum:
+            return target
+        print(f"seedbench: building {SMOLLM2_VL_NAME} once into {target} ...", flush=True)
+        model, tokenizer = smollm2_vl_from(source)
+        return save_vlm(target, model, tokenizer, image_processor(28 * 28, 224 * 224), {"checksum": checksum})
 
 
 def smollm2_vl_from(source: Path):

@@ -12,9 +12,11 @@ from __future__ import annotations
 import os
 import socket
 from pathlib import Path
-from typing import IO, Callable
+from contextlib import contextmanager
+from typing import IO, Callable, Iterator
 
 from seedbench.jsonio import RunFileError
+from seedbench.paths import cache_dir
 
 try:
     import fcntl
@@ -67,3 +69,18 @@ def lock_run_dir(path: Path) -> IO[str] | None:
     except LockHeld as held:
         raise RunDirInUse(f"{path} is in use by another seedbench process ({held}); wait for it to end or "
                           "stop it, then run the command again") from None
+
+
+@contextmanager
+def build_lock(name: str, what: str) -> Iterator[None]:
+    """Hold ``<cache>/locks/<name>.lock`` while a cached artefact is checked for and built: parallel processes
+    that need the same one (an experiment's runs) wait, saying so, and then find it built."""
+    def waiting(holder: str) -> None:
+        print(f"seedbench: {what}: another process is building it ({holder}); waiting for it", flush=True)
+
+    handle = exclusive_lock(cache_dir("locks") / f"{name}.lock", on_wait=waiting)
+    try:
+        yield
+    finally:
+        if handle is not None:
+            handle.close()

@@ -31,12 +31,10 @@ from seedbench.paths import cache_dir
 from seedbench import __version__
 from seedbench.models.checkpoint import checkpoint_checksum
 from seedbench.registry import load_object
-from seedbench.training.run_lock import exclusive_lock
+from seedbench.training.run_lock import build_lock
 from seedbench.training.warm_start import DEMO_FORMAT, warm_start
 
 CACHE_FOLDER = "starting_models"
-LOCK_FOLDER = "locks"
-"""Where the build locks live, beside the checkpoints rather than among them."""
 ANALYZER_SFT_FORMAT = "seedbench.agents.seed.hindsight:ANNOTATION_FORMAT"
 """The version of the rule-based analyses' wording, part of a stage-1 checkpoint's cache key."""
 ANALYZER_SFT_BUILDER = "seedbench.agents.seed.stage1:build_for_run"
@@ -73,16 +71,9 @@ def cached_build(kind: str, key: str, build: Callable[[Path], Path]) -> Path:
     root = cache_dir(CACHE_FOLDER)
     final = root / f"{kind}-{key}"
     if not _built(final):
-        def waiting(holder: str) -> None:
-            print(f"seedbench: {kind}: another process is building it ({holder}); waiting for it", flush=True)
-
-        lock = exclusive_lock(cache_dir(LOCK_FOLDER) / f"{kind}-{key}.lock", on_wait=waiting)
-        try:
+        with build_lock(f"{kind}-{key}", kind):
             if not _built(final):
                 return _build_into(kind, final, build)
-        finally:
-            if lock is not None:
-                lock.close()
     print(f"seedbench: {kind}: using the cached checkpoint {final / 'model'}", flush=True)
     return final / "model"
 
