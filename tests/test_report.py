@@ -320,6 +320,27 @@ def test_study_time_per_phase_by_hand(study_dir):
     assert seed["iteration"] == pytest.approx(3.85) and rows["seed"]["total_s"] == pytest.approx(23.1)
 
 
+def test_change_from_the_start_by_hand(study_dir):
+    """Each run's change is its own summary's before/after (first vs last evaluation, same tasks); an arm's
+    row is the mean over seeds, and a run counts as up or down only when its paired interval leaves 0."""
+    runs = read_runs(study_dir)
+    rows = [r for r in tables.change_rows(runs) if r["agent"] == "seed" and r["split"] == "test"]
+    assert [r["seed"] for r in rows] == [0, 1, 2, 3]
+    for row in rows:
+        records = [json.loads(line) for line in (study_dir / row["run"] / "eval.jsonl").read_text().splitlines()]
+        first, last = [r for r in records if r["split"] == "test"][0], [r for r in records if r["split"] == "test"][-1]
+        assert (row["before"], row["after"]) == (first["success_micro"], last["success_micro"])
+        assert row["change"] == pytest.approx(last["success_micro"] - first["success_micro"])
+        assert row["direction"] == ("up" if row["low"] > 0 else "down" if row["high"] < 0 else "level")
+    table = tables.change_table(runs, n_resamples=200)
+    seed = table[(table.agent == "seed") & (table.split == "test")].iloc[0]
+    assert seed["change_mean"] == pytest.approx(np.mean([r["change"] for r in rows]))
+    assert seed["change_low"] <= seed["change_mean"] <= seed["change_high"]
+    assert seed["up"] + seed["level"] + seed["down"] == 4 and seed["up"] == sum(r["low"] > 0 for r in rows)
+    assert tables.fmt_points(0.0625, 0.0, 0.15625) == "+6.2 [+0.0, +15.6]"
+    assert tables.fmt_points(-0.03125, math.nan, math.nan) == "-3.1 [n/a]"
+
+
 def test_study_report_has_every_section(study_dir, tmp_path):
     files = seedbench.report.build_report([study_dir], tmp_path, n_resamples=200)
     md = files.markdown.read_text()
@@ -328,8 +349,11 @@ def test_study_report_has_every_section(study_dir, tmp_path):
     learning = md.split("## Learning curves")[1].split("## Final performance")[0]
     assert "| agent | it 0 | it 2 | it 4 | it 6 |" in learning and "| control | 10.0 |" in learning
     assert (tmp_path / "plots" / "learning_curves_frozenlake__tiny.png").is_file()
-    final = md.split("## Final performance")[1].split("## Sample efficiency")[0]
+    final = md.split("## Final performance")[1].split("## Change from the start")[0]
     assert "micro IQM % [95% CI]" in final and "P(agent > grpo) [95% CI]" in final
+    change = md.split("## Change from the start")[1].split("## Sample efficiency")[0]
+    assert "*split `test`, per arm*" in change and "*split `test_large`, per run*" in change
+    assert "| agent | seed | before → after % | change, pts [95% CI over tasks] | tasks |" in change
     assert "| seed-no-opd | 4 |" in final
     gen = md.split("## Generalization")[1].split("## SEED diagnostics")[0]
     assert "test\\_large micro % [95% CI]" in gen or "test_large micro % [95% CI]" in gen

@@ -172,6 +172,39 @@ def _final_section(runs: list[Run], opts: ReportOptions, warnings: list[str]) ->
     return section
 
 
+def _change_section(runs: list[Run], opts: ReportOptions) -> Section | None:
+    table = T.change_table(runs, n_resamples=opts.n_resamples)
+    if not len(table):
+        return None
+    section = Section("Change from the start")
+    section.add(Text(
+        "Held-out success at each run's first and last evaluation, on the same tasks. Per arm: the mean "
+        "change over seeds in points with its 95 % bootstrap interval over seeds, and how many runs went up, "
+        "stayed level or went down by their own paired 95 % interval over tasks (up or down only when it "
+        "leaves 0). Per run: the change and that interval, as the run printed it at its end. A control's "
+        "change is the evaluation's own noise."))
+    per_run = T.change_rows(runs)
+    for (env, model), _ in T.group_runs(runs).items():
+        sub = table[(table.env == env) & (table.model == model)]
+        if not len(sub):
+            continue
+        blocks = []
+        for split in dict.fromkeys(sub.split):
+            arm_rows = [[E(r["agent"]), str(r["seeds"]), T.fmt_pct(r["before"]), T.fmt_pct(r["after"]),
+                         T.fmt_points(r["change_mean"], r["change_low"], r["change_high"]),
+                         f"{r['up']} / {r['level']} / {r['down']}"] for _, r in sub[sub.split == split].iterrows()]
+            blocks.append(Table(["agent", "seeds", "before %", "after %", "change, pts [95% CI over seeds]",
+                                 "runs up / level / down"], arm_rows, caption=f"split {C(split)}, per arm",
+                                numeric=[False] + [True] * 5))
+            run_rows = [[E(r["agent"]), str(r["seed"]), f"{T.fmt_pct(r['before'])} → {T.fmt_pct(r['after'])}",
+                         T.fmt_points(r["change"], r["low"], r["high"]), str(r["tasks"])]
+                        for r in per_run if (r["env"], r["model"], r["split"]) == (env, model, split)]
+            blocks.append(Table(["agent", "seed", "before → after %", "change, pts [95% CI over tasks]", "tasks"],
+                                run_rows, caption=f"split {C(split)}, per run", numeric=[False] + [True] * 4))
+        section.add(Section(_group_title(env, model), blocks))
+    return section
+
+
 def _sample_efficiency_section(runs: list[Run], opts: ReportOptions) -> Section:
     section = Section("Sample efficiency")
     section.add(Text(
@@ -405,6 +438,9 @@ def build_document(all_runs: list[Run], opts: ReportOptions) -> tuple[Document, 
         overview.add(arms)
     body = [_learning_curve_section(used, opts), _final_section(used, opts, warnings),
             _sample_efficiency_section(used, opts)]
+    change = _change_section(used, opts)
+    if change is not None:
+        body.insert(2, change)
     for maybe in (_generalization_section(used, opts), _seed_section(used, opts, warnings)):
         if maybe is not None:
             body.append(maybe)

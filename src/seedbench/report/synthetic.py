@@ -111,18 +111,20 @@ class _Simulator:
         tasks = task_list(split, self.num_tasks)
         wins: dict[str, int] = {t: 0 for t in self.task_types}
         counts: dict[str, int] = {t: 0 for t in self.task_types}
+        won = []
         for i, _task in enumerate(tasks):
             # skewed type frequencies (earlier types commoner), so micro and macro averages differ
             task_type = self.task_types[int(len(self.task_types) * (i / len(tasks)) ** 1.5)]
             counts[task_type] += 1
-            wins[task_type] += int(rng.random() < self.p(iteration, split, task_type))
+            won.append(bool(rng.random() < self.p(iteration, split, task_type)))
+            wins[task_type] += int(won[-1])
         per_type = {t: wins[t] / counts[t] for t in self.task_types if counts[t]}
         return {"iteration": iteration, **self.counters(iteration), "split": split, "num_tasks": len(tasks),
                 "task_list_hash": task_list_hash(tasks, data_checksum(self.env)),
                 "success_micro": sum(wins.values()) / len(tasks),
                 "success_macro": float(np.mean(list(per_type.values()))),
                 "per_type": per_type, "per_type_counts": {t: counts[t] for t in per_type},
-                "temperature": temperature}
+                "temperature": temperature, "task_ids": list(tasks), "won": won}
 
     def skills(self, iteration: int) -> list[dict[str, Any]]:
         rng = np.random.default_rng([self.rng_seed, iteration, 99])
@@ -197,9 +199,12 @@ def write_run(
         append_jsonl(metrics_path, sim.metrics(it))
         if (eval_every and it % eval_every == 0) or it == iterations:
             evaluate(it)
+    from seedbench.training.records import before_after_results  # what a real run writes, the same way
+
     complete = last >= iterations
     final = {}
-    for record in read_jsonl(run_dir / "eval.jsonl"):
+    evals = list(read_jsonl(run_dir / "eval.jsonl"))
+    for record in evals:
         final[f"eval/{record['split']}/success_micro"] = record["success_micro"]
         final[f"eval/{record['split']}/success_macro"] = record["success_macro"]
     summary = {
@@ -213,7 +218,7 @@ def write_run(
         "protocol": {"splits": list(splits), "num_tasks": num_tasks, "max_steps": 1, "temperature": temperature,
                      "data_checksum": data_checksum(env), "data_source": "procedural"},
         "data": {"data_source": "procedural", "manifest_checksum": data_checksum(env), "generator_version": "1"},
-        "final": final, "timing": {"total_s": 0.5 * last},
+        "final": final, "before_after": before_after_results(evals, splits), "timing": {"total_s": 0.5 * last},
     }
     tmp = run_dir / "summary.json.tmp"
     tmp.write_text(json.dumps(summary, indent=2, sort_keys=True))

@@ -65,6 +65,15 @@ def fmt_ci(point: float, low: float, high: float, pct: bool = True) -> str:
     return f"{f(point)} [{f(low)}, {f(high)}]"
 
 
+def fmt_points(point: float, low: float, high: float) -> str:
+    """A change in percentage points from fractions, signed: ``+6.2 [+0.0, +15.6]``."""
+    if math.isnan(point):
+        return "–"
+    if math.isnan(low) or math.isnan(high):
+        return f"{100 * point:+.1f} [n/a]"
+    return f"{100 * point:+.1f} [{100 * low:+.1f}, {100 * high:+.1f}]"
+
+
 # ----------------------------------------------------------------------------------------------------
 # Shared aggregation
 
@@ -263,6 +272,45 @@ def generalization_table(runs: Sequence[Run], **kw):
                 g = summarize_scores(gaps, **kw)
                 row.update({f"gap:{other}": g["mean"], f"gap:{other}_low": g["low"], f"gap:{other}_high": g["high"]})
             rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def change_rows(runs: Sequence[Run]) -> list[dict[str, Any]]:
+    """Each run's held-out change from its first to its last evaluation, one row per (run, split), as the
+    run wrote it in summary.json (``before_after``: the same tasks at both ends, the paired 95 % bootstrap
+    interval over tasks). ``direction`` is up / down when that interval leaves 0, else level."""
+    rows = []
+    for (env, model), agents in group_runs(runs).items():
+        for agent, agent_runs in agents.items():
+            for run in agent_runs:
+                for result in run.summary.get("before_after") or []:
+                    low, high = result["ci95"]
+                    rows.append({"env": env, "model": model, "agent": agent, "seed": run.seed, "run": run.run,
+                                 "split": result["split"], "tasks": result["tasks"],
+                                 "before": result["before"], "after": result["after"],
+                                 "change": result["difference"], "low": low, "high": high,
+                                 "direction": "up" if low > 0 else "down" if high < 0 else "level"})
+    return rows
+
+
+def change_table(runs: Sequence[Run], **kw):
+    """Per (env, model, agent, split): the mean change from the start over seeds with its interval over
+    seeds, the mean success at both ends, and how many runs went up, stayed level and went down."""
+    import pandas as pd
+
+    per_arm: dict[tuple, list[dict[str, Any]]] = defaultdict(list)
+    for row in change_rows(runs):
+        per_arm[(row["env"], row["model"], row["agent"], row["split"])].append(row)
+    rows = []
+    for (env, model, agent, split), items in per_arm.items():
+        change = summarize_scores([r["change"] for r in items], **kw)
+        directions = [r["direction"] for r in items]
+        rows.append({"env": env, "model": model, "agent": agent, "split": split, "seeds": change["n"],
+                     "before": float(np.mean([r["before"] for r in items])),
+                     "after": float(np.mean([r["after"] for r in items])),
+                     "change_mean": change["mean"], "change_low": change["low"], "change_high": change["high"],
+                     "up": directions.count("up"), "level": directions.count("level"),
+                     "down": directions.count("down")})
     return pd.DataFrame(rows)
 
 
