@@ -74,7 +74,7 @@ def test_the_experiment_driver_lock_is_the_same_lock(tmp_path):
     from seedbench.training.experiments.spec import ExperimentError
 
     with _OutputLock(tmp_path):
-        with pytest.raises(ExperimentError, match=f"another experiment is running on {tmp_path}"):
+        with pytest.raises(ExperimentError, match=f"another experiment is running on {tmp_path} .*give that one --workers N"):
             with _OutputLock(tmp_path):
                 pass
     with _OutputLock(tmp_path):  # released with its handle

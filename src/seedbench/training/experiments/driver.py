@@ -31,7 +31,8 @@ class _OutputLock:
         try:
             self.handle = exclusive_lock(self.path)  # None without flock (Windows): no protection
         except LockHeld as held:
-            raise ExperimentError(f"another experiment is running on {self.path.parent}") from held
+            raise ExperimentError(f"another experiment is running on {self.path.parent} ({held}); one driver per "
+                                  "output directory: to run more runs at once, give that one --workers N") from held
         return self
 
     def __exit__(self, *exc):
