@@ -5,9 +5,9 @@ into a loss, stopped by the step cap, with how many invalid answers):
 
     python scripts/run_facts.py RUN_DIR [RUN_DIR ...]
 
-Reads ``eval.jsonl``, ``metrics.jsonl``, ``skills.jsonl``, ``summary.json`` and, when the run directory still
-has it, ``episodes.jsonl`` (an archive made by ``seedbench report --archive`` keeps no episodes, so the
-endings are left out there).
+Reads ``eval.jsonl``, ``metrics.jsonl``, ``skills.jsonl``, ``summary.json`` and the held-out episodes: a run
+directory's ``episodes.jsonl``, or the ``eval_episodes.jsonl`` that ``seedbench report --archive`` keeps in
+their place.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from collections import Counter
 from pathlib import Path
 
 from seedbench.jsonio import read_jsonl
+from seedbench.report.archive import EVAL_EPISODES
 from seedbench.report.data import read_run
 from seedbench.report.tables import skill_duplicates
 
@@ -46,6 +47,15 @@ def episode_endings(episodes: list[dict]) -> dict[tuple[str, int], Counter]:
     return endings
 
 
+def held_out_episodes(path: Path) -> list[dict]:
+    """A run directory's ``episodes.jsonl``, else an archive's ``eval_episodes.jsonl`` (the held-out
+    episodes cut to how they ended), else none."""
+    for name in ("episodes.jsonl", EVAL_EPISODES):
+        if (path / name).is_file():
+            return list(read_jsonl(path / name))
+    return []
+
+
 def describe(path: Path) -> list[str]:
     """The lines `main` prints for one run directory (read as `seedbench report` reads it)."""
     run = read_run(path)
@@ -60,7 +70,7 @@ def describe(path: Path) -> list[str]:
     if records:
         counts = skill_duplicates([run])
         lines.append(f"skills: {counts['skills']} parsed of {len(records)}, {counts['distinct']} distinct")
-    for (phase, iteration), counts in sorted(episode_endings(list(read_jsonl(path / "episodes.jsonl"))).items(),
+    for (phase, iteration), counts in sorted(episode_endings(held_out_episodes(path)).items(),
                                              key=lambda item: (item[0][0], item[0][1])):
         lines.append(f"{phase} @ {iteration}: " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items())))
     timing = run.summary.get("timing") or {}

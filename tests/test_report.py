@@ -403,14 +403,26 @@ def test_archive_keeps_what_the_report_reads_and_rebuilds_the_same_tables(study_
     seed_run = source / "frozenlake__seed__tiny__s0"
     (seed_run / "final_model").mkdir()
     (seed_run / "final_model" / "model.safetensors").write_bytes(b"\0" * 1024)
-    (seed_run / "episodes.jsonl").write_text("{}\n")
+    episodes = [{"iteration": 0, "phase": "eval/test", "task_id": "test:1", "won": True, "truncated": False,
+                 "num_invalid": 0, "steps": [{"action": "a"}, {"action": "b"}], "task_text": "long text"},
+                {"iteration": 1, "phase": "train", "task_id": "train:5", "won": False, "steps": []},
+                {"iteration": 6, "phase": "eval/test_large", "task_id": "test_large:2", "won": False,
+                 "truncated": True, "num_invalid": 3, "steps": [{}] * 12}]
+    (seed_run / "episodes.jsonl").write_text("".join(json.dumps(e) + "\n" for e in episodes))
     synthetic.write_run(source / "frozenlake__grpo__tiny__s7", env="frozenlake", stop_after=2, iterations=6)
 
     result = archive_run_logs([source], tmp_path / "archive")
 
     assert len(result.copied) == 16 and result.skipped == ["frozenlake__grpo__tiny__s7"]
     kept = sorted(p.name for p in (tmp_path / "archive" / "frozenlake__seed__tiny__s0").iterdir())
-    assert kept == ["arm.json", "config.yaml", "eval.jsonl", "metrics.jsonl", "skills.jsonl", "summary.json"]
+    assert kept == ["arm.json", "config.yaml", "eval.jsonl", "eval_episodes.jsonl", "metrics.jsonl", "skills.jsonl",
+                    "summary.json"]
+    slim = [json.loads(line) for line in (tmp_path / "archive" / "frozenlake__seed__tiny__s0" /
+                                          "eval_episodes.jsonl").read_text().splitlines()]
+    assert [(e["phase"], e["iteration"], e["won"], e["truncated"], e["num_invalid"], e["steps"]) for e in slim] == [
+        ("eval/test", 0, True, False, 0, 2), ("eval/test_large", 6, False, True, 3, 12)]  # no training episode
+    assert "task_text" not in slim[0]
+    assert not (tmp_path / "archive" / "frozenlake__grpo__tiny__s0" / "eval_episodes.jsonl").exists()  # none to cut
     complete = [r for r in read_runs(source) if r.complete]
     from_archive = read_runs(tmp_path / "archive")
     assert [(r.arm, r.seed) for r in from_archive] == [(r.arm, r.seed) for r in complete]

@@ -37,3 +37,13 @@ def test_an_archived_run_without_episodes_has_no_endings(tmp_path, script_module
     lines = facts.describe(tmp_path)
     assert not any(" @ " in line for line in lines)
     assert lines[-1] == "complete: None, mean iteration None s"
+
+
+def test_an_archived_run_counts_its_endings_from_eval_episodes(tmp_path, script_module):
+    """`seedbench report --archive` keeps the held-out episodes cut to how they ended; run_facts reads them."""
+    facts = script_module("run_facts")
+    _write(tmp_path / "eval.jsonl", [{"iteration": 0, "split": "test", "success_micro": 0.5}])
+    _write(tmp_path / "eval_episodes.jsonl", [
+        {"phase": "eval/test", "iteration": 0, "won": True, "truncated": False, "num_invalid": 0, "steps": 6},
+        {"phase": "eval/test", "iteration": 0, "won": False, "truncated": False, "num_invalid": 2, "steps": 3}])
+    assert "eval/test @ 0: invalid answers 2, lost 1, won 1" in facts.describe(tmp_path)
