@@ -173,17 +173,16 @@ def _final_section(runs: list[Run], opts: ReportOptions, warnings: list[str]) ->
 
 
 def _change_section(runs: list[Run], opts: ReportOptions) -> Section | None:
-    table = T.change_table(runs, n_resamples=opts.n_resamples)
-    if not len(table):
+    per_run = T.change_rows(runs)
+    if not per_run:
         return None
-    section = Section("Change from the start")
-    section.add(Text(
+    table = T.change_table(runs, n_resamples=opts.n_resamples)
+    section = Section("Change from the start", [Text(
         "Held-out success at each run's first and last evaluation, on the same tasks. Per arm: the mean "
         "change over seeds in points with its 95 % bootstrap interval over seeds, and how many runs went up, "
         "stayed level or went down by their own paired 95 % interval over tasks (up or down only when it "
         "leaves 0). Per run: the change and that interval, as the run printed it at its end. A control's "
-        "change is the evaluation's own noise."))
-    per_run = T.change_rows(runs)
+        "change is the evaluation's own noise.")])
     for (env, model), _ in T.group_runs(runs).items():
         sub = table[(table.env == env) & (table.model == model)]
         if not len(sub):
