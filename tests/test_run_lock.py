@@ -79,3 +79,14 @@ def test_the_experiment_driver_lock_is_the_same_lock(tmp_path):
                 pass
     with _OutputLock(tmp_path):  # released with its handle
         pass
+
+
+def test_a_build_lock_in_a_cache_that_cannot_be_written_is_skipped(tmp_path, monkeypatch):
+    """A read-only cache (a shared, pre-built one) still serves what it holds: no lock, no error."""
+    from seedbench.training.run_lock import build_lock
+
+    monkeypatch.setenv("SEEDBENCH_CACHE", str(tmp_path / "cache"))
+    (tmp_path / "cache").mkdir()
+    (tmp_path / "cache" / "locks").write_text("a file where the lock folder would be")  # open() fails under it
+    with build_lock("models-x", "x"):
+        pass

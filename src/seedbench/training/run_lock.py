@@ -78,7 +78,10 @@ def build_lock(name: str, what: str) -> Iterator[None]:
     def waiting(holder: str) -> None:
         print(f"seedbench: {what}: another process is building it ({holder}); waiting for it", flush=True)
 
-    handle = exclusive_lock(cache_dir("locks") / f"{name}.lock", on_wait=waiting)
+    try:
+        handle = exclusive_lock(cache_dir("locks") / f"{name}.lock", on_wait=waiting)
+    except OSError:  # a read-only cache: whatever is cached there is used as it is, unlocked
+        handle = None
     try:
         yield
     finally:
