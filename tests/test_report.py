@@ -332,7 +332,7 @@ def test_change_from_the_start_by_hand(study_dir):
         assert (row["before"], row["after"]) == (first["success_micro"], last["success_micro"])
         assert row["change"] == pytest.approx(last["success_micro"] - first["success_micro"])
         assert row["direction"] == ("up" if row["low"] > 0 else "down" if row["high"] < 0 else "level")
-    table = tables.change_table(runs, n_resamples=200)
+    table = tables.change_table(tables.change_rows(runs), n_resamples=200)
     seed = table[(table.agent == "seed") & (table.split == "test")].iloc[0]
     assert seed["change_mean"] == pytest.approx(np.mean([r["change"] for r in rows]))
     assert seed["change_low"] <= seed["change_mean"] <= seed["change_high"]

@@ -176,7 +176,7 @@ def _change_section(runs: list[Run], opts: ReportOptions) -> Section | None:
     per_run = T.change_rows(runs)
     if not per_run:
         return None
-    table = T.change_table(runs, n_resamples=opts.n_resamples)
+    table = T.change_table(per_run, n_resamples=opts.n_resamples)
     section = Section("Change from the start", [Text(
         "Held-out success at each run's first and last evaluation, on the same tasks. Per arm: the mean "
         "change over seeds in points with its 95 % bootstrap interval over seeds, and how many runs went up, "

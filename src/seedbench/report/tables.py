@@ -293,13 +293,14 @@ def change_rows(runs: Sequence[Run]) -> list[dict[str, Any]]:
     return rows
 
 
-def change_table(runs: Sequence[Run], **kw):
-    """Per (env, model, agent, split): the mean change from the start over seeds with its interval over
-    seeds, the mean success at both ends, and how many runs went up, stayed level and went down."""
+def change_table(rows: Sequence[Mapping[str, Any]], **kw):
+    """Per (env, model, agent, split) of `change_rows`' rows: the mean change from the start over seeds with
+    its interval over seeds, the mean success at both ends, and how many runs went up, stayed level and
+    went down."""
     import pandas as pd
 
-    per_arm: dict[tuple, list[dict[str, Any]]] = defaultdict(list)
-    for row in change_rows(runs):
+    per_arm: dict[tuple, list[Mapping[str, Any]]] = defaultdict(list)
+    for row in rows:
         per_arm[(row["env"], row["model"], row["agent"], row["split"])].append(row)
     rows = []
     for (env, model, agent, split), items in per_arm.items():
