@@ -98,7 +98,7 @@ def write_summary(parallel: SingleProcess, run_dir: RunDir, config: RunConfig, p
     the last evaluation, the before/after comparison, timing and every rank's resources, of the run built
     as `parts` (`seedbench.training.build.RunParts`). Rank 0 writes, reading eval.jsonl once, and returns the
     before/after comparison it wrote (for the run's closing lines); other ranks return []."""
-    totals = resources.totals(parallel.all_gather_object(resources.current()))
+    totals = resources.gathered_totals(parallel)
     if not parallel.is_main:
         return []
     evals = run_dir.records("eval.jsonl")

@@ -63,3 +63,7 @@ class ResourceMeter:
         if before.get("incomplete"):  # earlier sessions' totals were lost (a damaged summary.json): say so for good
             totals["incomplete"] = before["incomplete"]
         return totals
+
+    def gathered_totals(self, parallel: Any) -> dict[str, Any]:
+        """`totals` over every rank of `parallel` (a collective: every rank calls it; each gets the totals)."""
+        return self.totals(parallel.all_gather_object(self.current()))

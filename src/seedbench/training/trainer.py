@@ -227,7 +227,7 @@ class Trainer:
     def _record_progress(self) -> None:
         """The resource totals and counters in summary.json at a checkpoint: a session killed later keeps
         the cost of its work up to here, and the resumed session adds its own to these totals."""
-        totals = self.resources.totals(self.dist.all_gather_object(self.resources.current()))
+        totals = self.resources.gathered_totals(self.dist)
         if self.dist.is_main:
             self.run_dir.update_summary(resources=totals, iterations_done=self.counters["iteration"],
                                         counters=dict(self.counters), notify=False)
