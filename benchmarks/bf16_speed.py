@@ -44,12 +44,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import update_speed  # noqa: E402  (a sibling script: the recorded batch and the timed update)
 
+from seedbench.machine import cpu_facts  # noqa: E402
+
 DTYPES = ("fp32", "bf16")
 UPDATE_SIDES = ("fp32", "bf16", "param_copy")
 """The update part's sides: ``bf16`` = autocast over fp32 weights, ``param_copy`` = the bf16 compute copy."""
 PARTS = ("gemm", "hf", "update", "scoring", "sft", "iteration")
 DEFAULT_PARTS = ("gemm", "hf", "update", "scoring")
-CPU_FLAGS = ("amx_bf16", "amx_tile", "avx512_bf16", "avx512f", "avx2")
 
 
 def parse_args(argv=None):
@@ -88,26 +89,6 @@ def computing_in(trainer, dtype: str, fp32_side: dict | None = None):
         yield
     finally:
         policy.compute_dtype, policy.ref_model = saved
-
-
-def cpu_flags() -> dict:
-    """The bf16-relevant flags of /proc/cpuinfo, the model name and torch's CPU capability."""
-    import torch
-
-    try:
-        text = open("/proc/cpuinfo").read()
-    except OSError:
-        text = ""
-    flags = set()
-    name = ""
-    for line in text.splitlines():
-        if line.startswith("flags") and not flags:
-            flags = set(line.split(":", 1)[1].split())
-        if line.startswith("model name") and not name:
-            name = line.split(":", 1)[1].strip()
-    return {"model_name": name, "cpus": os.cpu_count(), **{flag: flag in flags for flag in CPU_FLAGS},
-            "torch_capability": torch.backends.cpu.get_cpu_capability(), "torch_threads": torch.get_num_threads(),
-            "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY", "(runtime default)")}
 
 
 def interleaved(run, repeats: int, warm_up: bool = True, sides=DTYPES) -> dict[str, list[float]]:
@@ -360,7 +341,7 @@ def main(argv=None) -> int:
     args = parse_args_checked(argv)
     import torch
 
-    flags = cpu_flags()
+    flags = cpu_facts()
     print("CPU: " + ", ".join(f"{k}={v}" for k, v in flags.items()), flush=True)
     result: dict = {"model": args.model, "cpu": flags, "repeats": args.repeats, "tokens": args.tokens,
                     "loadavg_before": os.getloadavg()}

@@ -110,6 +110,11 @@ def test_a_real_tiny_run_records_its_provenance_and_passes_leaderboard_validatio
     ids = [f"choice-{k}" for k in range(4)]  # task k of a split is reset(seed=k): choice-k
     assert summary["eval_task_ids"] == {"test": ids}
     assert summary["eval_task_hash"] == {"test": task_list_hash(ids, checksum)}
+    import torch
+
+    machine = summary["machine"]  # the tiny model trains in fp32 on the CPU, with this process's threads
+    assert (machine["device"], machine["compute_dtype"], machine["torch_threads"]) == (
+        "cpu", "float32", torch.get_num_threads())
     evals = [json.loads(line) for line in (out / "eval.jsonl").read_text().splitlines()]
     assert {r["task_list_hash"] for r in evals} == {summary["eval_task_hash"]["test"]}
     tasks = json.loads((out / "eval_tasks.json").read_text())

@@ -16,6 +16,7 @@ from typing import Any
 
 from seedbench.config.errors import ConfigError
 from seedbench.config.schema import ModelConfig
+from seedbench.machine import has_native_bf16
 from seedbench.models.checkpoint import checkpoint_checksum, write_marker
 from seedbench.models.checkpoint import checksum_dir as _checksum_dir  # noqa: F401 - re-exported
 from seedbench.models.embedded import EMBEDDED_ALIASES, converted_dir
@@ -94,27 +95,19 @@ def resolve_device(name: str):
 
 
 def resolve_dtype(name: str, device):
+    """``model.dtype`` as a torch dtype: ``auto`` is bf16 on GPUs that support it (else fp16) and on CPUs
+    with native bf16 (`seedbench.machine.has_native_bf16`), fp32 on other CPUs."""
     import torch
 
     if name == "auto":
         if device.type == "cuda":
             return torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
-        return torch.bfloat16 if _cpu_has_native_bf16() else torch.float32
+        return torch.bfloat16 if has_native_bf16() else torch.float32
     table = {"bf16": torch.bfloat16, "bfloat16": torch.bfloat16, "fp32": torch.float32, "float32": torch.float32,
              "fp16": torch.float16, "float16": torch.float16}
     if name not in table:
         raise ConfigError(f"model.dtype: unknown dtype {name!r}; choose one of auto, {', '.join(table)}")
     return table[name]
-
-
-def _cpu_has_native_bf16() -> bool:
-    """bf16 pays off on CPUs with AVX-512-BF16 or AMX; on AVX2-only CPUs it is emulated and measured
-    about 5× slower than fp32 (docs/performance.md), so `auto` picks fp32 there."""
-    try:
-        flags = open("/proc/cpuinfo").read()
-    except OSError:
-        return False
-    return "avx512_bf16" in flags or "amx_bf16" in flags
 
 
 def load_policy(config: ModelConfig, *, need_reference: bool = True, seed: int = 0) -> Policy:

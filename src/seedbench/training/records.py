@@ -9,6 +9,7 @@ import numpy as np
 
 from seedbench import __version__
 from seedbench.config import ConfigError, RunConfig
+from seedbench.machine import run_machine
 from seedbench.provenance import env_provenance, task_list_hash, write_eval_tasks
 from seedbench.rollout.types import StepSample, Trajectory
 from seedbench.training.evaluator import before_after
@@ -95,7 +96,7 @@ def before_after_results(records: list[dict], splits) -> list[dict]:
 def write_summary(parallel: SingleProcess, run_dir: RunDir, config: RunConfig, parts: Any,
                   counters: dict[str, int], resources: ResourceMeter, model_origin: Any, complete: bool) -> list[dict]:
     """summary.json (and eval_tasks when evaluations ran): provenance, counters, the evaluation protocol,
-    the last evaluation, the before/after comparison, timing and every rank's resources, of the run built
+    the last evaluation, the before/after comparison, timing, every rank's resources and rank 0's machine, of the run built
     as `parts` (`seedbench.training.build.RunParts`). Rank 0 writes, reading eval.jsonl once, and returns the
     before/after comparison it wrote (for the run's closing lines); other ranks return []."""
     totals = resources.gathered_totals(parallel)
@@ -136,5 +137,6 @@ def write_summary(parallel: SingleProcess, run_dir: RunDir, config: RunConfig, p
         before_after=comparisons,
         timing={"mean_iteration_s": float(np.mean([r["time/iteration_s"] for r in timing])) if timing else None},
         resources=totals,
+        machine=run_machine(parts.policy),
     )
     return comparisons
