@@ -241,3 +241,28 @@ def test_rehearsing_acting_adds_the_won_rollouts_own_steps(tmp_path):
     marker = json.loads((out / "model" / MARKER).read_text())
     won_steps = sum(r["won"] * r["num_steps"] for r in map(json.loads, (out / "annotations.jsonl").read_text().splitlines()))
     assert marker["rehearse_acting"] and marker["acting_examples"] == won_steps  # the tiny model rarely wins
+
+
+def test_stage1_fine_tunes_in_the_runs_bf16_compute_dtype_with_fp32_master_weights(tmp_path, monkeypatch):
+    """Where the run computes in bf16 (`model.dtype=auto` on a CPU with AMX or AVX-512-BF16), stage 1's SFT
+    does too; the saved analyzer keeps fp32 weights. The tiny model is forced to fp32 by load_policy, so the
+    policy stage 1 loads is given the bf16 compute dtype that `auto` resolves to on such a CPU."""
+    import seedbench.agents.seed.stage1 as stage1_module
+
+    real_load = stage1_module.load_policy
+
+    def bf16_policy(*args, **kwargs):
+        policy = real_load(*args, **kwargs)
+        policy.compute_dtype = torch.bfloat16
+        return policy
+
+    monkeypatch.setattr(stage1_module, "load_policy", bf16_policy)
+    out = tmp_path / "sft"
+    rc = main(["--env", "choice", "--annotator", "hindsight", "--model", "tiny", "--tasks", "2", "--group-size", "2",
+               "--max-new-tokens", "3", "--epochs", "1", "--lr", "1e-3", "--output", str(out),
+               "--set", "model.bf16_compute=autocast"])
+    assert rc == 0
+    marker = json.loads((out / "model" / MARKER).read_text())
+    assert marker["precision"] == "bf16 autocast"
+    saved = json.loads((out / "model" / "config.json").read_text())
+    assert saved.get("dtype", saved.get("torch_dtype")) == "float32"
