@@ -11,7 +11,7 @@ Both variants analyse the same recorded trajectories (`--batch`, recorded from `
 as `benchmarks/update_speed.py` does) with the same weights, interleaved; the answers must be equal. Each
 round also times the prefill alone, as the analysis's `generate` call runs it (the KV cache sized for the
 prompts plus the analysis's new tokens), so that the decode's share, which the switch does not touch, can
-be read off.
+be read off. The first line printed is the dtype the engine generated in (``--dtype``), also in the JSON.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from update_speed import batch_path, make_trainer, ran_dtype, record_batch, replay_parser, write_result
+from update_speed import batch_path, engine_precision, make_trainer, print_precision, record_batch, replay_parser, write_result
 
 VARIANTS = ("padded", "per_prompt")  # hf.prefill
 
@@ -72,9 +72,10 @@ def main(argv=None) -> int:
     args = parse_args(argv)
 
     seed = make_trainer(args, "seed", Path(tempfile.mkdtemp(prefix="analysis_speed_")))
+    engine = seed.agent._analysis_engine or seed.context.engine
+    ran = print_precision(engine_precision(engine))  # the analysis generates: no training pass
     recorded = batch_path(args)
     trajectories, rewards = record_batch(seed, recorded)
-    engine = seed.agent._analysis_engine or seed.context.engine
     prompts = analysis_prompts(seed, engine, trajectories, rewards)
     times: dict[str, list[float]] = {name: [] for name in VARIANTS}
     prefill: dict[str, list[float]] = {name: [] for name in VARIANTS}
@@ -92,7 +93,7 @@ def main(argv=None) -> int:
                   f"(load {os.getloadavg()[0]:.1f})", flush=True)
     median = {name: statistics.median(values) for name, values in times.items()}
     median_prefill = {name: statistics.median(values) for name, values in prefill.items()}
-    result = {"model": args.model, "dtype": ran_dtype(seed), "batch": str(recorded), "trajectories": len(trajectories),
+    result = {"model": args.model, **ran, "batch": str(recorded), "trajectories": len(trajectories),
               "max_new_tokens": seed.agent.config.analysis_max_new_tokens, "kv_cache": engine.kv_cache,
               "prompt_tokens": [len(p) for p in prompts], "seconds": times, "median_s": median,
               "speedup": median["padded"] / median["per_prompt"], "prefill_seconds": prefill,
@@ -106,7 +107,6 @@ def main(argv=None) -> int:
     print(f"its prefill alone: padded {median_prefill['padded']:.1f} s, per_prompt {median_prefill['per_prompt']:.1f} s, "
           f"x{result['prefill_speedup']:.2f}")
     seed.close()
-    print(f"dtype: {result['dtype']} (--dtype {args.dtype})")
     write_result(args.out, result)
     return 0
 

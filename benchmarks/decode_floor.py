@@ -1,12 +1,13 @@
 """Decode ms per step of the HF engine against its memory-bandwidth floor, per KV-cache variant; and the
 prefill of a GRPO group with and without sharing identical prompts.
 
-    python benchmarks/decode_floor.py [--model smollm2-135m] [--batches 1,4,16] [--group 4]
+    python benchmarks/decode_floor.py [--model smollm2-135m] [--dtype fp32|bf16] [--batches 1,4,16] [--group 4]
                                       [--new-tokens 16] [--repeats 2] [--context N]
                                       [--out benchmarks/results/decode_floor.json]
 
 A decode step reads every weight once and every row's KV cache once, so its time cannot fall below
-``(fp32 weight bytes + KV cache bytes) / memory read bandwidth``; the bandwidth is measured here (a sum
+``(weight bytes + KV cache bytes) / memory read bandwidth``, both in the engine's dtype (``--dtype``: fp32, the
+default, or bf16, the generation copy a bf16 run's engine decodes with); the bandwidth is measured here (a sum
 over a 1 GiB fp32 tensor whose pages are already touched, best of 5). Decode ms per step is measured as
 the engine runs it (`HFEngine.generate`, temperature 1, no stop string): the time between successive
 forward calls of the model after the prefill (a forward pre-hook stamps them), median over all steps of
@@ -21,7 +22,9 @@ cache), ``static`` (`HFEngine(kv_cache="static")`), ``static+fused`` (also ``sam
 with ``decode_linear="standard"``, and ``static+weight_major`` (``decode_linear="weight_major"``, the CPU
 default). The
 prefill part times one group's ``generate`` of 1 new token with ``share_prompt_prefill`` off and on.
-The load average is printed next to the figures (the machine may be shared; read the ratios).
+The load average is printed next to the figures (the machine may be shared; read the ratios). The first line
+printed is the dtype the engines decode in, as `benchmarks/update_speed.py` prints it; the JSON keeps the same.
+In bf16 ``static+weight_major`` equals ``static``: weight-major decode switches fp32 layers only.
 """
 
 from __future__ import annotations
@@ -35,6 +38,8 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from update_speed import engine_precision, print_precision  # noqa: E402
 
 VARIANTS = {"dynamic": dict(kv_cache="dynamic", decode_linear="standard"),
             "static": dict(kv_cache="static", decode_linear="standard"),
@@ -103,6 +108,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--new-tokens", type=int, default=16)
     parser.add_argument("--repeats", type=int, default=2)
     parser.add_argument("--context", type=int, default=0, help="tile each prompt to this many tokens (0: as is)")
+    parser.add_argument("--dtype", default="fp32", choices=("fp32", "bf16"),
+                        help="the engines' weights and KV cache (bf16: a run's bf16 generation copy); printed")
     parser.add_argument("--out", default="benchmarks/results/decode_floor.json")
     args = parser.parse_args(argv)
     from seedbench import threads
@@ -115,13 +122,18 @@ def main(argv: list[str] | None = None) -> int:
     from seedbench.models.policy import load_policy
 
     torch.manual_seed(0)
-    policy = load_policy(ModelConfig(name=args.model, dtype="fp32"), need_reference=False, seed=0)
-    model, tok = policy.model, policy.tokenizer
+    policy = load_policy(ModelConfig(name=args.model, dtype=args.dtype), need_reference=False, seed=0)
+    tok = policy.tokenizer
+    batches = [int(b) for b in args.batches.split(",")]
+    first, *rest = VARIANTS.items()  # the first engine makes the generation copy (bf16), the others share it
+    engines = {first[0]: HFEngine(policy.model, tok, policy.device, batch_size=max(batches), dtype=policy.compute_dtype,
+                                  **first[1])}
+    model = engines[first[0]].model
+    engines.update({name: HFEngine(model, tok, policy.device, batch_size=max(batches), **kw) for name, kw in rest})
+    ran = print_precision(engine_precision(engines[first[0]]))
     bandwidth = read_bandwidth_gbs()
     weight_bytes = sum(p.numel() * p.element_size() for p in model.parameters())  # tied embedding counted once
-    per_token = kv_bytes_per_token(model.config, 4)
-    batches = [int(b) for b in args.batches.split(",")]
-    engines = {name: HFEngine(model, tok, policy.device, batch_size=max(batches), **kw) for name, kw in VARIANTS.items()}
+    per_token = kv_bytes_per_token(model.config, next(model.parameters()).element_size())
     run(engines["static"], grouped_prompts(tok, 1, 1), 2)  # warm-up
     samples: dict = {(b, name): [] for b in batches for name in engines}
     prompt_tokens: dict = {}
@@ -132,11 +144,11 @@ def main(argv: list[str] | None = None) -> int:
             for name, engine in engines.items():
                 samples[(b, name)] += [x * 1e3 for x in run(engine, prompts, args.new_tokens)[1]]
     load = os.getloadavg()
-    record: dict = {"benchmark": "decode_floor", "model": args.model, "context": args.context, "dtype": "fp32",
+    record: dict = {"benchmark": "decode_floor", "model": args.model, "context": args.context, **ran,
                     "device": str(policy.device),
                     "read_bandwidth_gb_s": bandwidth, "weight_bytes": weight_bytes, "kv_bytes_per_token": per_token,
                     "load_average": load, "cpus": os.cpu_count(), "torch": torch.__version__, "batches": {}}
-    print(f"read bandwidth {bandwidth:.1f} GB/s; fp32 weights {weight_bytes / 1e9:.3f} GB; load average "
+    print(f"read bandwidth {bandwidth:.1f} GB/s; {ran['dtype']} weights {weight_bytes / 1e9:.3f} GB; load average "
           f"{load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
     print(f"{'batch':>5} {'floor ms':>9} " + " ".join(f"{name:>14}" for name in engines)
           + "   static/dynamic  fused/static  weight-major/static")

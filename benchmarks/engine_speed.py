@@ -1,6 +1,6 @@
 """Engine benchmark: tokens/s of vLLM vs HF generate on the same model, prompts and sampling settings.
 
-    python benchmarks/engine_speed.py [--model smollm2-135m] [--batch 16] [--max-new-tokens 64]
+    python benchmarks/engine_speed.py [--model smollm2-135m] [--dtype auto|fp32|bf16] [--batch 16] [--max-new-tokens 64]
                                       [--repeats 3] [--engines hf,vllm] [--out benchmarks/results/engine_speed.json]
 
 Prompts are real per-step agent prompts (Sokoban observations through seedbench's prompt builder),
@@ -9,7 +9,9 @@ Both engines run in this process, timed alternately (hf, vllm, hf, vllm, ...) so
 processes hits both alike; the ratio is computed from this one run. Also measured: vLLM start-up, an
 in-place weight sync, greedy agreement between the engines, and each engine's log-prob gap to the
 trainer's recomputation (`seedbench.training.logprob_check`). Run it where vLLM is importable (docs/engines.md);
-without vLLM it measures HF alone.
+without vLLM it measures HF alone. The first line printed is the dtype both engines generate in (``--dtype``) and,
+in bf16, how the trainer's recomputation runs (autocast over the fp32 weights), as `benchmarks/update_speed.py`
+prints it; the JSON keeps the same.
 """
 
 from __future__ import annotations
@@ -21,6 +23,10 @@ import platform
 import sys
 import time
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from update_speed import DTYPES, precision, print_precision  # noqa: E402
 
 
 def agent_prompts(tokenizer, count: int, seed: int = 0) -> list[list[int]]:
@@ -46,7 +52,9 @@ def timed(engine, prompts, params) -> tuple[float, list]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--model", default="smollm2-135m")
-    parser.add_argument("--dtype", default="auto", help="compute dtype of both engines (auto = bf16 on CPU)")
+    parser.add_argument("--dtype", default="auto", choices=DTYPES,
+                        help="compute dtype of both engines (auto = bf16 on GPUs and on CPUs with AVX-512-BF16/AMX, "
+                             "else fp32); printed")
     parser.add_argument("--device", default="auto")
     parser.add_argument("--batch", type=int, default=16)
     parser.add_argument("--max-new-tokens", type=int, default=64)
@@ -70,13 +78,14 @@ def main(argv: list[str] | None = None) -> int:
         print("engine_speed: vLLM is not importable here; measuring hf only (see docs/engines.md)", file=sys.stderr)
         names = [n for n in names if n != "vllm"]
     policy = load_policy(ModelConfig(name=args.model, dtype=args.dtype, device=args.device), need_reference=False)
+    ran = print_precision(precision(policy.compute_dtype, "autocast"))  # the recomputation: `policy.autocast()`
     tok = policy.tokenizer
     prompts = agent_prompts(tok, args.batch)
     params = SamplingParams(max_new_tokens=args.max_new_tokens, temperature=1.0, top_p=1.0)
     greedy = SamplingParams(max_new_tokens=args.max_new_tokens, greedy=True)
     record: dict = {
         "benchmark": "engine_speed", "command": " ".join([Path(sys.argv[0]).as_posix(), *sys.argv[1:]]),
-        "model": args.model, "dtype": str(policy.compute_dtype).replace("torch.", ""), "device": str(policy.device),
+        "model": args.model, **ran, "device": str(policy.device),
         "batch": args.batch, "max_new_tokens": args.max_new_tokens, "repeats": args.repeats,
         "prompt_tokens_mean": sum(map(len, prompts)) / len(prompts),
         "sampling": {"temperature": 1.0, "top_p": 1.0, "stop": params.stop},

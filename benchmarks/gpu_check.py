@@ -27,8 +27,11 @@ Measured, per model shape (each part in its own try block, so one failure leaves
   per-run tree's log-prob and gradient max |Δ| against the padded layout in fp32;
 
 and, with the smaller shape, one full ``grpo`` and one ``seed`` iteration on Sokoban through
-`seedbench.training.trainer.train` (metrics.jsonl's ``time/…`` fields). Parts left when ``--budget-s``
-is spent are recorded as skipped. The exit status is 1 when a part failed.
+`seedbench.training.trainer.train` (metrics.jsonl's ``time/…`` fields), ``model.dtype=bf16`` with
+``model.bf16_compute=param_copy`` (the bf16 compute copy, a run's default). Parts left when ``--budget-s``
+is spent are recorded as skipped. The exit status is 1 when a part failed. The first line printed says the
+precision of the parts and of the iterations, as `benchmarks/update_speed.py` prints it; the JSON keeps the
+parts' (``precision``) and each iteration's own, from its summary.json.
 """
 
 from __future__ import annotations
@@ -56,6 +59,7 @@ SHAPES = {  # the configs of Qwen/Qwen2.5-0.5B and -1.5B (config.json), random w
 TINY_SHAPE = {"qwen2-tiny": dict(hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
                                  num_key_value_heads=2, vocab_size=512, tie_word_embeddings=True)}
 PARTS = ("generation", "update", "logprob_gap_bf16", "packing", "iterations")
+ITERATION_BF16_COMPUTE = "param_copy"  # model.bf16_compute of the iterations (the update part: autocast)
 H200_BF16_PEAK_TFLOPS = 989.0  # dense bf16, NVIDIA's H200 SXM spec (the device notes measured ~790 on a matmul)
 
 
@@ -322,7 +326,8 @@ def run_iteration(agent: str, checkpoint: Path, p: dict, directory: Path) -> dic
     algo = {"analysis_max_new_tokens": p["analysis_max_new_tokens"]} if agent == "seed" else {}
     config = build_config(overrides={
         "env": "sokoban", "agent": agent, "iterations": 1, "engine": "hf", "output": str(directory / agent),
-        "model": {"name": str(checkpoint), "dtype": "bf16", "device": p["device"]}, "rollout": dict(p["rollout"]),
+        "model": {"name": str(checkpoint), "dtype": "bf16", "bf16_compute": ITERATION_BF16_COMPUTE, "device": p["device"]},
+        "rollout": dict(p["rollout"]),
         "eval": dict(p["eval"]), "optim": {"micro_batch_size": p["micro_batch"]}, "save_final_model": False,
         "algo": algo})
     t0 = time.perf_counter()
@@ -332,7 +337,9 @@ def run_iteration(agent: str, checkpoint: Path, p: dict, directory: Path) -> dic
     metrics = json.loads(lines[-1])
     keep = {k: v for k, v in metrics.items() if k.startswith(("time/", "rollout/logprob", "seed/analysis"))
             or k in ("train/loss", "generated_tokens", "env_steps")}
-    return {"wall_s_with_evals": wall, **keep}
+    from update_speed import run_precision
+
+    return {"wall_s_with_evals": wall, **(run_precision(path) or {}), **keep}
 
 
 def part(record: dict, key: str, fn, deadline: float) -> None:
@@ -369,14 +376,20 @@ def main(argv: list[str] | None = None) -> int:
     import torch
     import transformers
 
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    from update_speed import precision, print_precision
+
     p = plan(args.tiny)
+    # `load_policy(dtype="bf16")` below; the update and log-prob parts run `policy.autocast()`
+    parts_precision = print_precision(precision("bfloat16", "autocast"),
+                                      f"; iterations {precision('bfloat16', ITERATION_BF16_COMPUTE)['precision']}")
     p["parts"] = args.parts.split(",")
     if not set(p["parts"]) <= set(PARTS):
         raise SystemExit(f"gpu_check: --parts takes a comma-separated subset of {','.join(PARTS)}")
     if p["device"] == "cuda" and not torch.cuda.is_available():
         raise SystemExit("gpu_check: no CUDA device; use --tiny for the CPU dry run")
     shapes = {k: v for k, v in p["shapes"].items() if not args.shapes or k in args.shapes.split(",")}
-    record: dict = {"benchmark": "gpu_check", "tiny": args.tiny, "gymnasium": gymnasium,
+    record: dict = {"benchmark": "gpu_check", "tiny": args.tiny, "gymnasium": gymnasium, "precision": parts_precision,
                     "machine": {"platform": platform.platform(), "cpus": os.cpu_count(),
                                 "gpu": torch.cuda.get_device_name(0) if torch.cuda.is_available() else None},
                     "versions": {"torch": torch.__version__, "transformers": transformers.__version__,
@@ -411,7 +424,10 @@ def measure_model(name: str, shape: dict, p: dict, directory: Path, entry: dict)
     t0 = time.perf_counter()
     checkpoint = save_checkpoint(name, shape, p["device"], directory)
     policy = load_policy(ModelConfig(name=str(checkpoint), dtype="bf16", device=p["device"]), need_reference=False)
-    info = {"params": sum(q.numel() for q in policy.model.parameters()), "build_and_load_s": time.perf_counter() - t0}
+    from update_speed import precision
+
+    info = {"params": sum(q.numel() for q in policy.model.parameters()), "build_and_load_s": time.perf_counter() - t0,
+            "precision": precision(policy.compute_dtype, "autocast")["precision"]}  # as loaded
     measures = {"generation": measure_generation, "update": measure_update, "logprob_gap_bf16": measure_logprob_gap,
                 "packing": measure_packing}
     for key in (key for key in PARTS if key in measures and key in p["parts"]):

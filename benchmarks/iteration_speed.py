@@ -1,7 +1,8 @@
 """Seconds per RL iteration of GRPO vs SEED vs GiGPO, measured in one process on the same tasks.
 
     python benchmarks/iteration_speed.py --env sokoban --model smollm2-135m --iterations 2 \
-        --output runs/bench_speed [--set rollout.max_new_tokens=32 ...]
+        --output runs/bench_speed [--dtype auto|fp32|bf16] [--bf16-compute auto|autocast|param_copy]
+        [--set rollout.max_new_tokens=32 ...]
 
 Every agent gets the same config, seed and therefore the same training tasks; evaluation is skipped
 (only `Trainer.iteration` is timed). By default the agents are *interleaved* — iteration 1 of each, then
@@ -15,7 +16,9 @@ early has fewer steps), so their updates see different numbers of step samples. 
 work)" therefore also prices each agent's iteration at GRPO's rollout and GRPO's sample count: GRPO's
 rollout time + the agent's prepare time + its update seconds per step sample × GRPO's samples.
 
-Writes ``<output>/iteration_speed.json`` and prints the table and the ratios.
+Writes ``<output>/iteration_speed.json`` and prints the table and the ratios. The first line printed is the
+precision of the agents' passes (``--dtype``, ``--bf16-compute``; as `benchmarks/update_speed.py` prints it,
+per agent where ``--agent-set`` made them differ), also in the JSON.
 """
 
 from __future__ import annotations
@@ -25,6 +28,10 @@ import json
 import sys
 import time
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from update_speed import DTYPES, add_bf16_compute, policy_precision, print_precision  # noqa: E402
 
 DEFAULT_AGENTS = ("grpo", "seed", "gigpo")
 PARTS = ("time/iteration_s", "time/rollout_s", "time/prepare_s", "time/update_s")
@@ -39,8 +46,9 @@ def parse_args(argv=None):
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--output", default=f"runs/bench_speed_{time.strftime('%Y%m%d-%H%M%S')}")
     p.add_argument("--sequential", action="store_true", help="run agents one after another instead of interleaved")
-    p.add_argument("--dtype", default="auto", choices=("auto", "fp32", "bf16"),
+    p.add_argument("--dtype", default="auto", choices=DTYPES,
                    help="model.dtype of every agent (auto = bf16 on CPUs with AVX-512-BF16/AMX, else fp32); printed")
+    add_bf16_compute(p)
     p.add_argument("--threads", type=int, default=0, help="torch intra-op threads (0 = leave as is)")
     p.add_argument("--set", nargs="*", default=[], metavar="KEY=VALUE", help="config overrides for every agent")
     p.add_argument("--agent-set", nargs="*", default=[], metavar="AGENT:KEY=VALUE",
@@ -80,11 +88,16 @@ def main(argv=None) -> int:
         values.update({"env": args.env, "agent": agent, "seed": args.seed, "iterations": args.iterations,
                        "output": str(out / agent)})
         set_dotted(values, "model.name", args.model)
-        if "dtype" not in values.get("model", {}):  # --set model.dtype=... wins over --dtype
-            set_dotted(values, "model.dtype", args.dtype)
+        for key, value in (("dtype", args.dtype), ("bf16_compute", args.bf16_compute)):
+            if key not in values.get("model", {}):  # --set model.dtype=... wins over --dtype, and so on
+                set_dotted(values, f"model.{key}", value)
         trainers[agent] = Trainer(build_config(overrides=values))
-    dtypes = {agent: str(t.policy.compute_dtype or "torch.float32").replace("torch.", "") for agent, t in trainers.items()}
-    print(f"dtype: {', '.join(f'{a} {d}' for a, d in dtypes.items())} (--dtype {args.dtype})", flush=True)
+    precisions = {agent: policy_precision(t.policy) for agent, t in trainers.items()}
+    dtypes = {agent: p["dtype"] for agent, p in precisions.items()}
+    if len({p["precision"] for p in precisions.values()}) == 1:
+        ran = print_precision(next(iter(precisions.values())))
+    else:  # --agent-set made them differ: one line, agent by agent
+        ran = print_precision({"precision": ", ".join(f"{a} {p['precision']}" for a, p in precisions.items())})
 
     records: dict[str, list[dict]] = {a: [] for a in args.agents}
     schedule = ([(a, i) for a in args.agents for i in range(1, args.iterations + 1)] if args.sequential else
@@ -106,7 +119,7 @@ def main(argv=None) -> int:
         summary[agent]["samples"] = float(np.mean([r["train/samples"] for r in rows]))
         summary[agent]["update_s_per_sample"] = mean["time/update_s"] / max(summary[agent]["samples"], 1e-9)
     base = summary.get("grpo")
-    print(f"\nseconds per iteration ({args.env}, {args.model}, {'/'.join(sorted(set(dtypes.values())))}, "
+    print(f"\nseconds per iteration ({args.env}, {args.model}, {ran['precision']}, "
           f"{args.iterations} iterations each, "
           f"{'sequential' if args.sequential else 'interleaved'})")
     print(f"{'agent':<10}{'iteration':>11}{'rollout':>10}{'prepare':>10}{'update':>10}{'samples':>9}{'x grpo':>9}"
@@ -123,7 +136,8 @@ def main(argv=None) -> int:
         print(f"{agent:<10}{row['time/iteration_s']:>11.1f}{row['time/rollout_s']:>10.1f}{row['time/prepare_s']:>10.1f}"
               f"{row['time/update_s']:>10.1f}{row['samples']:>9.0f}{ratio:>9.2f}{ratios[agent]['prepare_plus_update']:>15.2f}"
               f"{equal_work:>21.2f}")
-    result = {"env": args.env, "model": args.model, "dtypes": dtypes, "agents": args.agents, "iterations": args.iterations,
+    result = {"env": args.env, "model": args.model, **ran, "precisions": precisions, "dtypes": dtypes,
+              "agents": args.agents, "iterations": args.iterations,
               "interleaved": not args.sequential, "overrides": overrides, "agent_overrides": per_agent, "torch_threads": torch.get_num_threads(),
               "summary": summary, "ratios_to_grpo": ratios}
     (out / "iteration_speed.json").write_text(json.dumps(result, indent=2))

@@ -1,6 +1,7 @@
 """Effect of ``optim.loss_agg_mode`` on one update of the README quick start's recorded batch.
 
-    python benchmarks/loss_aggregation.py [--model smollm2-135m] [--batch PATH] [--out benchmarks/results/loss_aggregation.json]
+    python benchmarks/loss_aggregation.py [--model smollm2-135m] [--dtype auto|fp32|bf16] [--bf16-compute auto|autocast|param_copy]
+                                          [--batch PATH] [--out benchmarks/results/loss_aggregation.json]
 
 The batch is the one `benchmarks/update_speed.py` records (one quick-start rollout). One update under
 ``global-token-mean`` (the trainer's rule before the reference rule became the default) records each
@@ -11,6 +12,8 @@ what that mode's weights do (`seedbench.agents.losses.loss_token_weights`; tests
 checks the mode itself), at the cost of one update instead of two on a slow CPU. Reported: cosine and
 norm ratio (default / old default) of the gradients before clipping. Then every response is cut to the
 shortest response length, so every micro-batch has the same token count, where the two must agree.
+The first line printed is the precision of the update's passes (``--dtype``, ``--bf16-compute``; as
+`benchmarks/update_speed.py` prints it), also in the JSON.
 """
 
 from __future__ import annotations
@@ -23,7 +26,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from update_speed import QUICKSTART, active_advantages, batch_path, make_trainer, record_batch  # noqa: E402
+from update_speed import (  # noqa: E402
+    DTYPES, QUICKSTART, active_advantages, add_bf16_compute, batch_path, make_trainer, policy_precision, print_precision,
+    record_batch)
+
 
 def gradients(trainer, prepared, trajectories):
     """(old default gradient, default gradient, micro-batch token counts) of one update; the weights stay put."""
@@ -86,16 +92,20 @@ def main(argv=None) -> int:
     p.add_argument("--model", default="smollm2-135m")
     p.add_argument("--config", default=str(QUICKSTART))
     p.add_argument("--batch", default=None)
+    p.add_argument("--dtype", default="auto", choices=DTYPES,
+                   help="the trainer's model.dtype (auto = bf16 on CPUs with AVX-512-BF16/AMX, else fp32); printed")
+    add_bf16_compute(p)
     p.add_argument("--set", nargs="*", default=[])
     p.add_argument("--out", default="benchmarks/results/loss_aggregation.json")
     args = p.parse_args(argv)
     trainer = make_trainer(args, "grpo", Path(tempfile.mkdtemp(prefix="loss_agg_")))
+    ran = print_precision(policy_precision(trainer.policy))
     trajectories, rewards = record_batch(trainer, batch_path(args))
     prepared = trainer.agent.prepare(trajectories, rewards, 1)
     forced = active_advantages(prepared)
     cfg = trainer.config.optim
     lengths = [len(s.response_ids) for s in prepared.samples]
-    result = {"samples": len(lengths), "response_tokens": lengths, "mini_batch_size": cfg.mini_batch_size,
+    result = {**ran, "samples": len(lengths), "response_tokens": lengths, "mini_batch_size": cfg.mini_batch_size,
               "micro_batch_size": cfg.micro_batch_size, "advantages_forced": forced}
     old, default, counts = gradients(trainer, prepared, trajectories)
     result["micro_batch_tokens"] = counts

@@ -7,7 +7,8 @@ The counterpart of `benchmarks/analysis_speed.py` for the rollout's prompts: eac
 rollout (`--batch`, recorded from `--config` when missing, as `benchmarks/update_speed.py` does) has its
 episodes' prompts generated together, greedy, with the run's ``rollout.max_new_tokens``, once with one
 padded prefill and once prompt by prompt, interleaved. The outputs must be equal. This is the measurement
-behind ``hf.prefill=auto``'s length threshold.
+behind ``hf.prefill=auto``'s length threshold. The first line printed is the dtype the engine generated in
+(``--dtype``), also in the JSON.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from update_speed import batch_path, make_trainer, ran_dtype, record_batch, replay_parser, write_result
+from update_speed import batch_path, engine_precision, make_trainer, print_precision, record_batch, replay_parser, write_result
 
 VARIANTS = ("padded", "per_prompt")  # hf.prefill
 
@@ -32,6 +33,7 @@ def main(argv=None) -> int:
     from seedbench.engines.base import SamplingParams
 
     trainer = make_trainer(args, "grpo", Path(tempfile.mkdtemp(prefix="prefill_speed_")))
+    ran = print_precision(engine_precision(trainer.engine))  # generation only
     recorded = batch_path(args)
     trajectories, _ = record_batch(trainer, recorded)
     steps = [[t.steps[k].prompt_ids for t in trajectories if len(t.steps) > k]
@@ -50,7 +52,7 @@ def main(argv=None) -> int:
             outputs.setdefault(name, generated)
             print(f"  {name:<11} {times[name][-1]:7.1f} s  (load {os.getloadavg()[0]:.1f})", flush=True)
     median = {name: statistics.median(values) for name, values in times.items()}
-    result = {"model": args.model, "dtype": ran_dtype(trainer), "batch": str(recorded), "max_new_tokens": params.max_new_tokens,
+    result = {"model": args.model, **ran, "batch": str(recorded), "max_new_tokens": params.max_new_tokens,
               "prompt_tokens": [[len(p) for p in prompts] for prompts in steps], "seconds": times,
               "median_s": median, "per_prompt_speedup": median["padded"] / median["per_prompt"],
               "outputs_equal": outputs["padded"] == outputs["per_prompt"],
@@ -58,7 +60,6 @@ def main(argv=None) -> int:
     print(f"{len(steps)} steps of {len(steps[0])} prompts: padded {median['padded']:.1f} s, per_prompt "
           f"{median['per_prompt']:.1f} s, x{result['per_prompt_speedup']:.2f}; outputs equal: {result['outputs_equal']}")
     trainer.close()
-    print(f"dtype: {result['dtype']} (--dtype {args.dtype})")
     write_result(args.out, result)
     return 0
 

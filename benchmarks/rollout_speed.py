@@ -1,6 +1,6 @@
 """Rollout benchmark: env steps/s and tokens/s of the continuous, done-aware rollout against lock-step.
 
-    python benchmarks/rollout_speed.py [--model smollm2-135m] [--envs sokoban,alfworld-sized]
+    python benchmarks/rollout_speed.py [--model smollm2-135m] [--dtype auto|fp32|bf16] [--envs sokoban,alfworld-sized]
                                        [--engines hf,vllm] [--tasks 2 --group 4] [--max-new-tokens 32]
                                        [--out benchmarks/results/rollout_speed.json]
 
@@ -20,7 +20,8 @@ admissible actions, episode lengths spread uniformly over 3..max_steps (fixed pe
 schedule sees the same lengths) and a per-step latency (``--env-latency-ms``, default 20 ms, a
 TextWorld step's order of magnitude) spent outside the GIL, as an env in a worker process would.
 Ratios are from this one run: the schedules run interleaved, ``--repeats`` times each, and rates are
-totals over the repeats.
+totals over the repeats. The first line printed is the dtype the engines generate in (``--dtype``), as
+`benchmarks/update_speed.py` prints it; the JSON keeps the same.
 """
 
 from __future__ import annotations
@@ -34,6 +35,10 @@ import time
 from pathlib import Path
 
 import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from update_speed import DTYPES, policy_precision, print_precision  # noqa: E402
 
 ROOMS = ["kitchen", "bedroom", "bathroom", "living room", "hallway"]
 OBJECTS = ["apple", "mug", "knife", "book", "plate", "towel", "lamp", "pen", "bowl", "cd", "vase", "key"]
@@ -165,7 +170,9 @@ def combine(runs: list[dict]) -> dict:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--model", default="smollm2-135m")
-    parser.add_argument("--dtype", default="auto")
+    parser.add_argument("--dtype", default="auto", choices=DTYPES,
+                        help="compute dtype of the engines (auto = bf16 on GPUs and on CPUs with AVX-512-BF16/AMX, "
+                             "else fp32); printed")
     parser.add_argument("--device", default="auto")
     parser.add_argument("--envs", default="sokoban,alfworld-sized")
     parser.add_argument("--engines", default="hf,vllm")
@@ -187,6 +194,7 @@ def main(argv: list[str] | None = None) -> int:
     from seedbench.models.policy import load_policy
 
     policy = load_policy(ModelConfig(name=args.model, dtype=args.dtype, device=args.device), need_reference=False)
+    ran = print_precision(policy_precision(policy, training=False))  # generation only
     engine_names = [n for n in args.engines.split(",") if n]
     if "vllm" in engine_names and not vllm_importable():
         print("rollout_speed: vLLM is not importable here; measuring hf only (see docs/engines.md)", file=sys.stderr)
@@ -194,7 +202,7 @@ def main(argv: list[str] | None = None) -> int:
     config = argparse.Namespace(seed=0, rollout=argparse.Namespace(generation_batch_size=args.tasks * args.group))
     record: dict = {
         "benchmark": "rollout_speed", "command": " ".join([Path(sys.argv[0]).as_posix(), *sys.argv[1:]]),
-        "args": vars(args), "model": args.model, "dtype": str(policy.compute_dtype).replace("torch.", ""),
+        "args": vars(args), "model": args.model, **ran,
         "machine": {"cpus": os.cpu_count(), "platform": platform.platform(),
                     "gpu": torch.cuda.get_device_name(0) if torch.cuda.is_available() else None},
         "results": {}, "ratios": {},

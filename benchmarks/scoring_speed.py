@@ -1,6 +1,6 @@
 """Scoring benchmark: projecting only the response columns onto the vocabulary vs every column.
 
-    python benchmarks/scoring_speed.py [--model smollm2-135m] [--samples 8] [--response-tokens 32]
+    python benchmarks/scoring_speed.py [--model smollm2-135m] [--dtype auto|fp32|bf16] [--samples 8] [--response-tokens 32]
                                        [--repeats 3] [--out benchmarks/results/scoring_speed.json]
 
 The trainer scores (prompt, response) pairs several times per update: old log-probs, reference
@@ -9,15 +9,22 @@ so `seedbench.models.scoring` lays batches out with every response starting in t
 model for the last ``L + 1`` columns of logits (``logits_to_keep``). The alternative, and what a plain
 ``model(...).logits`` does, projects every prompt column onto the 49k-token vocabulary too. This times
 both, alternately, on the same real Sokoban agent prompts, for a no-grad forward and for forward +
-backward, and reports the ratio and the logits' memory.
+backward, and reports the ratio and the logits' memory. The passes run under the policy's autocast (over the
+fp32 weights, never the bf16 compute copy); the first line printed says so, as `benchmarks/update_speed.py`
+prints it, and the JSON keeps the same.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import sys
 import time
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from update_speed import DTYPES, precision, print_precision  # noqa: E402
 
 
 def main(argv=None) -> None:
@@ -26,8 +33,8 @@ def main(argv=None) -> None:
     parser.add_argument("--samples", type=int, default=8)
     parser.add_argument("--response-tokens", type=int, default=32)
     parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--dtype", default="fp32", choices=("auto", "fp32", "bf16"),
-                        help="compute dtype of the forwards (autocast over fp32 weights, as the trainer); printed")
+    parser.add_argument("--dtype", default="fp32", choices=DTYPES,
+                        help="compute dtype of the forwards (autocast over fp32 weights, as model.bf16_compute=autocast); printed")
     parser.add_argument("--out", default="benchmarks/results/scoring_speed.json")
     args = parser.parse_args(argv)
 
@@ -40,8 +47,7 @@ def main(argv=None) -> None:
     from seedbench.models.scoring import pad_batch
 
     policy = load_policy(ModelConfig(name=args.model, dtype=args.dtype), need_reference=False, seed=0)
-    dtype = str(policy.compute_dtype).replace("torch.", "")
-    print(f"dtype: {dtype} (--dtype {args.dtype})", flush=True)
+    ran = print_precision(precision(policy.compute_dtype, "autocast"))  # `run` below: `policy.autocast()`
     model, tok = policy.model, policy.tokenizer
     env = make_env("sokoban")
     prompts = []
@@ -73,7 +79,7 @@ def main(argv=None) -> None:
             for name, keep in variants.items():
                 times[(name, mode)].append(run(keep, mode == "forward_backward"))
     vocab = model.config.vocab_size
-    record = {"model": args.model, "dtype": dtype, "samples": args.samples, "prompt_tokens_mean": sum(map(len, prompts)) / len(prompts),
+    record = {"model": args.model, **ran, "samples": args.samples, "prompt_tokens_mean": sum(map(len, prompts)) / len(prompts),
               "response_tokens": args.response_tokens, "repeats": args.repeats, "threads": torch.get_num_threads(),
               "logits_mib": {"all_columns": input_ids.numel() * vocab * 4 / 2**20,
                              "response_columns": input_ids.shape[0] * (width + 1) * vocab * 4 / 2**20}}

@@ -1,14 +1,16 @@
 """seedbench's update vs TRL's `GRPOTrainer` step on the same model, dtype, sequences and token counts.
 
     pip install 'seedbench[bench]'     # TRL
-    python benchmarks/trl_update.py [--model smollm2-135m] [--dtype fp32|bf16] [--repeats 2] [--batch PATH]
-                                    [--out benchmarks/results/trl_update.json]
+    python benchmarks/trl_update.py [--model smollm2-135m] [--dtype fp32|bf16] [--bf16-compute autocast|param_copy]
+                                    [--repeats 2] [--batch PATH] [--out benchmarks/results/trl_update.json]
 
 The sequences are the README quick start's recorded rollout batch (`benchmarks/update_speed.py` records it:
 ~16 step samples of ~400 prompt + 24 response tokens). TRL gets exactly those prompt and completion ids
 through its ``rollout_func`` (no generation), as 8 prompts × ``num_generations=2``; both sides compute in
-``--dtype`` (fp32: seedbench ``model.dtype=fp32``, TRL ``bf16=False``; bf16: seedbench ``model.dtype=bf16``, i.e.
-autocast over fp32 master weights and a bf16 reference, TRL ``bf16=True``, its autocast), each side's printed,
+``--dtype`` (fp32: seedbench ``model.dtype=fp32``, TRL ``bf16=False``; bf16: seedbench ``model.dtype=bf16`` with
+``model.bf16_compute=autocast`` by default, i.e. autocast over fp32 master weights and a bf16 reference like TRL's
+``bf16=True``, or ``--bf16-compute param_copy``, seedbench's default bf16 compute copy), each side's printed
+(first line: ``dtype: …`` as `benchmarks/update_speed.py` prints it, then TRL's),
 micro-batches of 2 (TRL: ``per_device_train_batch_size=2``, ``gradient_accumulation_steps=8``), one optimizer
 step over all 16 sequences, β_KL 0.01 with a frozen reference forward, temperature 1, AdamW at 1e-5,
 gradient clipping at 1, no activation checkpointing (TRL's GRPO default turns it on; seedbench's is off).
@@ -46,6 +48,8 @@ def parse_args(argv=None):
     p.add_argument("--config", default=None, help="recipe of the recorded rollout (default: the README quick start)")
     p.add_argument("--repeats", type=int, default=2)
     p.add_argument("--dtype", default="fp32", choices=("fp32", "bf16"), help="compute dtype of both sides")
+    p.add_argument("--bf16-compute", default="autocast", choices=("autocast", "param_copy"),
+                   help="seedbench's model.bf16_compute with --dtype bf16 (autocast: as TRL's bf16=True); printed")
     p.add_argument("--samples", type=int, default=0, help="use only the first N (even) samples of the batch; 0 = all")
     p.add_argument("--batch", default=None, help="recorded batch (update_speed.py's pickle); recorded when missing")
     p.add_argument("--set", nargs="*", default=[], metavar="KEY=VALUE", help="config overrides (tests: tiny shapes)")
@@ -128,7 +132,8 @@ def main(argv=None) -> int:
     import update_speed
 
     config = ["--config", args.config] if args.config is not None else []
-    bench_args = update_speed.parse_args(["--model", args.model, "--dtype", args.dtype, *config, "--set", *args.set])
+    bench_args = update_speed.parse_args(["--model", args.model, "--dtype", args.dtype, "--bf16-compute", args.bf16_compute,
+                                          *config, "--set", *args.set])
     out = Path(tempfile.mkdtemp(prefix="trl_update_"))
     trainer = update_speed.make_trainer(bench_args, "grpo", out)
     trajectories, rewards = update_speed.record_batch(trainer, update_speed.batch_path(args))
@@ -149,7 +154,7 @@ def main(argv=None) -> int:
                                               algo.kl_coef, optim.micro_batch_size, trl_timings, bf16=args.dtype == "bf16")
     assert sequences == len(samples)
     dtypes = {"seedbench": update_speed.ran_dtype(trainer), "trl": trl_dtype(trl_trainer)}
-    print(f"dtype: seedbench {dtypes['seedbench']}, TRL {dtypes['trl']} (--dtype {args.dtype})", flush=True)
+    ran = update_speed.print_precision(update_speed.policy_precision(trainer.policy), f"; TRL {dtypes['trl']}")
     if len(set(dtypes.values())) != 1:
         raise SystemExit(f"trl_update.py: the two sides run different dtypes ({dtypes}); nothing to compare")
     times = {"seedbench_plain": [], "seedbench_optimised": [], "trl": []}
@@ -175,7 +180,7 @@ def main(argv=None) -> int:
     load_after = os.getloadavg()
     median = {name: statistics.median(values) for name, values in times.items()}
     result = {"model": args.model, "sequences": len(samples), "tokens": tokens, "trl_tokens": trl_tokens,
-              "dtype": dtypes["seedbench"], "dtypes": dtypes,
+              **ran, "dtypes": dtypes,
               "threads": torch.get_num_threads(), "seconds": times, "median_s": median,
               "tokens_per_s": {name: tokens / value for name, value in median.items()},
               "trl_over_seedbench": {name: median["trl"] / median[name] for name in ("seedbench_plain", "seedbench_optimised")},
@@ -184,7 +189,7 @@ def main(argv=None) -> int:
                               "TRL skips the old-log-prob pass (one on-policy step), seedbench plain scores it",
                               "loss: TRL dapo (no dual clip) vs seedbench dual-clip PPO + k3 KL + entropy bonus",
                               "TRL's Trainer bookkeeping (per-step metrics) is inside its timed step"]}
-    print(f"\n{len(samples)} sequences, {tokens} tokens (TRL counted {trl_tokens}), {dtypes['seedbench']}; "
+    print(f"\n{len(samples)} sequences, {tokens} tokens (TRL counted {trl_tokens}), {ran['precision']}; "
           f"load average {load_before[0]:.2f} -> {load_after[0]:.2f}")
     for name, value in median.items():
         print(f"{name:<22}{value:8.1f} s  {tokens / value:7.1f} tokens/s")

@@ -1,8 +1,8 @@
 """Update benchmark: the plain update vs the optimised one on a quick-start batch, and SEED's update vs
 GRPO's at equal work.
 
-    python benchmarks/update_speed.py [--model smollm2-135m] [--dtype auto|fp32|bf16] [--repeats 2] [--batch PATH] [--singles]
-                                      [--forward-batch-sizes N ...]
+    python benchmarks/update_speed.py [--model smollm2-135m] [--dtype auto|fp32|bf16] [--bf16-compute auto|autocast|param_copy]
+                                      [--repeats 2] [--batch PATH] [--singles] [--forward-batch-sizes N ...]
                                       [--seed-repeats 1] [--out benchmarks/results/update_speed.json]
 
 The batch is by default one real rollout of `configs/quickstart_cpu.yaml`, the Sokoban smoke recipe (GRPO,
@@ -26,6 +26,11 @@ SEED at equal work: the same batch, every trajectory given the same fixed skill 
 is left out; `benchmarks/iteration_speed.py` times whole iterations with it), SEED's teacher re-scoring +
 update against GRPO's update, both optimised, interleaved. The load average is printed with the figures:
 on a shared machine only the ratios mean anything.
+
+The first line printed says what the passes computed in (`precision`): ``dtype: float32``, or for bf16
+``dtype: bfloat16 (bf16 compute copy)`` / ``dtype: bfloat16 (autocast over fp32 weights)`` (``model.bf16_compute``);
+the JSON keeps the same as ``dtype``, ``bf16_compute`` and ``precision``. The sibling benchmarks print theirs with
+the helpers here.
 """
 
 from __future__ import annotations
@@ -53,6 +58,9 @@ SINGLES = {
 }
 FIXED_SKILL = "Push the box toward the target one step at a time, and never push it into a corner."
 DTYPES = ("auto", "fp32", "bf16")
+BF16_COMPUTE = ("auto", "autocast", "param_copy")
+"""``model.bf16_compute``: how bf16 training passes run (src/seedbench/config/schema.py)."""
+BF16_PATHS = {"param_copy": "bf16 compute copy", "autocast": "autocast over fp32 weights"}
 QUICKSTART = Path(__file__).resolve().parents[1] / "configs" / "quickstart_cpu.yaml"
 
 
@@ -77,9 +85,64 @@ def replay_parser(doc: str, repeats_help: str, repeats: int, out: str) -> argpar
     return p
 
 
+def add_bf16_compute(p: argparse.ArgumentParser) -> None:
+    """The ``--bf16-compute`` option of the benchmarks whose training passes may run in bf16."""
+    p.add_argument("--bf16-compute", default="auto", choices=BF16_COMPUTE,
+                   help="model.bf16_compute of bf16 training passes (auto = the bf16 compute copy); printed")
+
+
 def ran_dtype(trainer) -> str:
     """The compute dtype the trainer's forwards ran in, as torch names it (``float32``, ``bfloat16``)."""
     return str(trainer.policy.compute_dtype or "torch.float32").replace("torch.", "")
+
+
+def precision(compute_dtype, bf16_compute: str | None = None) -> dict:
+    """What a benchmark's passes computed in, for its first line and its JSON: the dtype as torch names it
+    (`compute_dtype`: a torch dtype, its name, or None for fp32) and, for bf16 training passes, how they ran
+    (`bf16_compute`: ``param_copy`` or ``autocast``; None for passes that only generate). ``precision`` is the
+    printed text: ``float32``, ``bfloat16``, ``bfloat16 (bf16 compute copy)``, ``bfloat16 (autocast over fp32 weights)``."""
+    dtype = str(compute_dtype or "float32").replace("torch.", "")
+    mode = bf16_compute if dtype == "bfloat16" else None  # fp32 and fp16 runs ignore model.bf16_compute
+    return {"dtype": dtype, "bf16_compute": mode, "precision": f"{dtype} ({BF16_PATHS[mode]})" if mode else dtype}
+
+
+def policy_precision(policy, training: bool = True) -> dict:
+    """`precision` of `policy`'s passes: with `training`, its ``model.bf16_compute`` (``auto`` resolved as an
+    unsharded trainer resolves it); without, generation only (the engine's copy in the compute dtype)."""
+    if not training:
+        return precision(policy.compute_dtype)
+    from seedbench.models.compute_copy import bf16_compute_for
+
+    return precision(policy.compute_dtype, bf16_compute_for(policy.bf16_compute))
+
+
+def engine_precision(engine) -> dict:
+    """`precision` of an HF engine's generation: the dtype of the weights it generates with (its own copy's)."""
+    return precision(next(engine.model.parameters()).dtype)
+
+
+def run_precision(run: Path) -> dict | None:
+    """`precision` of a ``seedbench run`` in folder `run`, from the ``machine`` its summary.json records before
+    the first iteration (`seedbench.machine.run_machine`); None while there is none."""
+    try:
+        machine = json.loads((Path(run) / "summary.json").read_text())["machine"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    return precision(machine["compute_dtype"], machine["bf16_compute"])
+
+
+def print_precision(ran: dict, extra: str = "") -> dict:
+    """The benchmark's one ``dtype: …`` line (`extra` appended); returns `ran` for its JSON."""
+    print(f"dtype: {ran['precision']}{extra}", flush=True)
+    return ran
+
+
+def announce_run_precision(run: Path, ran: dict | None) -> dict | None:
+    """For a benchmark polling a ``seedbench run`` in `run`: `ran` once known, else `run_precision`, printed
+    (`print_precision`) the first time the run has written it."""
+    if ran is None and (ran := run_precision(run)) is not None:
+        print_precision(ran)
+    return ran
 
 
 def parse_args(argv=None):
@@ -88,6 +151,7 @@ def parse_args(argv=None):
     p.add_argument("--forward-batch-sizes", type=int, nargs="*", default=[], metavar="N",
                    help="also the optimised update with optim.forward_batch_size=N (multiples of micro_batch_size)")
     p.add_argument("--seed-repeats", type=int, default=1, help="SEED vs GRPO pairs at equal work (0 = skip)")
+    add_bf16_compute(p)
     return p.parse_args(argv)
 
 
@@ -105,6 +169,8 @@ def make_trainer(args, agent: str, out: Path):
     set_dotted(overrides, "model.name", args.model)
     if "dtype" not in overrides.get("model", {}):  # --set model.dtype=... wins over --dtype
         set_dotted(overrides, "model.dtype", getattr(args, "dtype", "auto"))
+    if getattr(args, "bf16_compute", None) and "bf16_compute" not in overrides.get("model", {}):  # likewise
+        set_dotted(overrides, "model.bf16_compute", args.bf16_compute)
     if agent == "seed":
         set_dotted(overrides, "algo.expect_analyzer_sft", False)
     return Trainer(build_config(args.config, overrides))
@@ -223,6 +289,7 @@ def main(argv=None) -> int:
 
     out = Path(tempfile.mkdtemp(prefix="update_speed_"))
     trainer = make_trainer(args, "grpo", out)
+    ran = print_precision(policy_precision(trainer.policy))
     recorded = batch_path(args)
     trajectories, rewards = record_batch(trainer, recorded)
     prepared = trainer.agent.prepare(trajectories, rewards, 1)
@@ -230,9 +297,8 @@ def main(argv=None) -> int:
     samples = prepared.samples
     shape = {"samples": len(samples), "prompt_tokens_mean": statistics.mean(len(s.prompt_ids) for s in samples),
              "response_tokens_mean": statistics.mean(len(s.response_ids) for s in samples),
-             "advantages_forced": forced, "dtype": ran_dtype(trainer), "micro_batch_size": trainer.config.optim.micro_batch_size,
+             "advantages_forced": forced, "dtype": ran["dtype"], "micro_batch_size": trainer.config.optim.micro_batch_size,
              "mini_batch_size": trainer.config.optim.mini_batch_size, "threads": torch.get_num_threads()}
-    print(f"dtype: {shape['dtype']} (--dtype {args.dtype})", flush=True)
     print(f"batch: {shape['samples']} step samples, {shape['prompt_tokens_mean']:.0f} prompt + "
           f"{shape['response_tokens_mean']:.1f} response tokens on average ({recorded})", flush=True)
     initial = {k: v.detach().clone() for k, v in trainer.policy.model.state_dict().items()}
@@ -262,7 +328,7 @@ def main(argv=None) -> int:
     load_after = os.getloadavg()
     median = {name: statistics.median(values) for name, values in times.items()}
     median_cpu = {name: statistics.median(values) for name, values in cpu.items()}
-    result = {"model": args.model, "dtype": shape["dtype"], "batch": shape, "repeats": args.repeats, "seconds": times, "median_s": median,
+    result = {"model": args.model, **ran, "batch": shape, "repeats": args.repeats, "seconds": times, "median_s": median,
               "cpu_seconds": cpu, "median_cpu_s": median_cpu,
               "speedup_vs_plain": {name: median["plain"] / median[name] for name in variants},
               "cpu_speedup_vs_plain": {name: median_cpu["plain"] / median_cpu[name] for name in variants},
@@ -270,7 +336,7 @@ def main(argv=None) -> int:
                                                 for name in variants if name != "plain"},
               "loss_difference_vs_plain": {name: abs(losses[name] - losses["plain"]) for name in variants},
               "loadavg_before": load_before, "loadavg_after": load_after}
-    print(f"\nupdate seconds ({shape['dtype']}, median of {args.repeats}, interleaved); "
+    print(f"\nupdate seconds ({ran['precision']}, median of {args.repeats}, interleaved); "
           f"load average {load_before[0]:.2f} -> {load_after[0]:.2f}")
     for name in variants:
         line = (f"{name:<14}{median[name]:8.1f} s  x{result['speedup_vs_plain'][name]:.2f}  "

@@ -45,18 +45,22 @@ def test_a_variant_sets_its_switches_for_its_own_update_only(tmp_path):
     trainer.close()
 
 
-@pytest.mark.parametrize("dtype", ["fp32", "bf16"])
-def test_the_replay_benchmarks_pin_the_trainers_dtype(tmp_path, dtype):
+@pytest.mark.parametrize("dtype, mode", [("fp32", "auto"), ("bf16", "autocast"), ("bf16", "param_copy")])
+def test_the_replay_benchmarks_pin_the_trainers_dtype(tmp_path, dtype, mode):
     """``--dtype`` reaches the trainer's ``model.dtype`` (the TRL comparison once ran seedbench at ``auto``, bf16
-    on an AMX CPU, against TRL's fp32); ``--set model.dtype=...`` still wins."""
+    on an AMX CPU, against TRL's fp32) and ``--bf16-compute`` its ``model.bf16_compute``; ``--set model.dtype=...``
+    and ``--set model.bf16_compute=...`` still win. Each script's printed line: tests/test_benchmark_dtypes.py."""
     bench = _load("update_speed")
-    args = bench.parse_args(["--dtype", dtype, *TINY])
+    args = bench.parse_args(["--dtype", dtype, "--bf16-compute", mode, *TINY])
     trainer = bench.make_trainer(args, "grpo", tmp_path / dtype)
-    assert trainer.config.model.dtype == dtype
+    assert (trainer.config.model.dtype, trainer.config.model.bf16_compute) == (dtype, mode)
     assert bench.ran_dtype(trainer) == "float32"  # the tiny model always computes in fp32 (exact tests)
+    assert trainer.policy.bf16_compute == ("param_copy" if mode == "auto" else mode)  # settled by the trainer
     trainer.close()
-    args = bench.parse_args(["--dtype", dtype, *TINY, "model.dtype=fp16"])
-    assert bench.make_trainer(args, "grpo", tmp_path / "set").config.model.dtype == "fp16"
+    args = bench.parse_args(["--dtype", dtype, "--bf16-compute", mode, *TINY, "model.dtype=fp16",
+                             "model.bf16_compute=autocast"])
+    config = bench.make_trainer(args, "grpo", tmp_path / "set").config
+    assert (config.model.dtype, config.model.bf16_compute) == ("fp16", "autocast")
 
 
 def test_trl_update_says_how_to_install_trl_when_missing(monkeypatch, capsys):
@@ -66,16 +70,19 @@ def test_trl_update_says_how_to_install_trl_when_missing(monkeypatch, capsys):
     assert "pip install 'seedbench[bench]'" in capsys.readouterr().err
 
 
-def test_trl_update_feeds_trl_the_same_tokens(tmp_path):
+def test_trl_update_feeds_trl_the_same_tokens(tmp_path, capsys):
     pytest.importorskip("trl")  # the [bench] extra; the message above covers its absence
     bench = _load("trl_update")
     out = tmp_path / "trl.json"
     assert bench.main([*TINY, "--repeats", "1", "--batch", str(tmp_path / "batch.pkl"), "--out", str(out)]) == 0
     result = json.loads(out.read_text())
     assert result["dtypes"] == {"seedbench": "float32", "trl": "float32"}  # --dtype fp32, the default
+    assert (result["dtype"], result["bf16_compute"], result["precision"]) == ("float32", None, "float32")
     assert result["sequences"] == 4 and result["tokens"] == result["trl_tokens"] > 0
     assert set(result["median_s"]) == {"seedbench_plain", "seedbench_optimised", "trl"}
     assert all(value > 0 for value in result["median_s"].values())
+    assert [line for line in capsys.readouterr().out.splitlines() if line.startswith("dtype:")] == [
+        "dtype: float32; TRL float32"]
 
 
 def test_analysis_speed_times_both_prefills_on_the_same_prompts(tmp_path, capsys):
@@ -88,7 +95,9 @@ def test_analysis_speed_times_both_prefills_on_the_same_prompts(tmp_path, capsys
     assert result["answers_equal"] is True  # the prefill switch changes no greedy answer
     assert set(result["median_s"]) == set(result["prefill_median_s"]) == {"padded", "per_prompt"}
     assert all(len(v) == 1 and v[0] > 0 for v in result["prefill_seconds"].values())
-    assert "its prefill alone" in capsys.readouterr().out
+    assert (result["dtype"], result["bf16_compute"], result["precision"]) == ("float32", None, "float32")
+    printed = capsys.readouterr().out
+    assert "its prefill alone" in printed and printed.startswith("dtype: float32\n")  # generation only: no mode
 
 
 def test_prefill_speed_generates_each_recorded_step_both_ways(tmp_path, capsys):
@@ -99,7 +108,9 @@ def test_prefill_speed_generates_each_recorded_step_both_ways(tmp_path, capsys):
     assert len(result["prompt_tokens"]) == 1 and len(result["prompt_tokens"][0]) == 4  # one step of 4 episodes
     assert result["outputs_equal"] is True and result["max_new_tokens"] == 3
     assert all(len(v) == 2 and min(v) > 0 for v in result["seconds"].values())
-    assert "outputs equal: True" in capsys.readouterr().out
+    assert (result["dtype"], result["bf16_compute"], result["precision"]) == ("float32", None, "float32")
+    printed = capsys.readouterr().out
+    assert "outputs equal: True" in printed and printed.startswith("dtype: float32\n")
 
 
 def test_few_row_linear_times_both_forms_of_the_same_product(tmp_path, capsys):
