@@ -9,7 +9,7 @@ load average printed next to it: on a shared machine only ratios measured side b
 * ``gemm``: ``torch.mm`` at the model's linear shapes for ``--tokens`` rows (an update's micro-batch) and
   for 16 rows (a decode step), in GFLOP/s;
 * ``hf``: a plain transformers forward + backward (and forward alone) of 2 × ``--tokens // 2`` tokens,
-  bf16 = autocast over fp32 weights, as the trainer runs it;
+  three sides like the update's: fp32, bf16 autocast over fp32 weights and the bf16 compute copy;
 * ``update``: seedbench's update on the README quick start's recorded batch (`update_speed.py` records
   it), plain and optimised, one trainer per dtype (``model.dtype`` pinned), three sides interleaved: fp32,
   bf16 autocast over the fp32 weights (``bf16``) and the bf16 compute copy (``param_copy``,
@@ -152,26 +152,37 @@ def gemm_part(config, tokens: int, repeats: int) -> dict:
 
 
 def hf_part(model, tokens: int, repeats: int) -> dict:
+    """A bare transformers forward + backward (and forward alone) in three sides, interleaved: fp32, bf16
+    autocast over the fp32 weights (``bf16``) and the bf16 compute copy (``param_copy``: the model's
+    parameters cast to bf16, `seedbench.models.compute_copy.ComputeCopy`, the trainer's default on a bf16 CPU)."""
     import torch
 
-    ids = torch.randint(0, model.config.vocab_size, (2, max(2, tokens // 2)), generator=torch.Generator().manual_seed(0))
+    from seedbench.models.compute_copy import ComputeCopy
 
-    def step(dtype, backward: bool):
-        model.zero_grad(set_to_none=True)
-        region = torch.autocast("cpu", dtype=torch.bfloat16) if dtype == "bf16" else torch.autocast("cpu", enabled=False)
+    ids = torch.randint(0, model.config.vocab_size, (2, max(2, tokens // 2)), generator=torch.Generator().manual_seed(0))
+    copy = ComputeCopy(model, torch.bfloat16).model
+    models = {"fp32": model, "bf16": model, "param_copy": copy}
+
+    def step(side, backward: bool):
+        net = models[side]
+        net.zero_grad(set_to_none=True)
+        region = torch.autocast("cpu", dtype=torch.bfloat16) if side == "bf16" else torch.autocast("cpu", enabled=False)
         t0 = time.perf_counter()
         with torch.set_grad_enabled(backward):
             with region:
-                logits = model(input_ids=ids).logits
+                logits = net(input_ids=ids).logits
             if backward:
                 logits.float().logsumexp(-1).mean().backward()
         return time.perf_counter() - t0
 
-    out = {"forward_backward": summary(interleaved(lambda d: step(d, True), repeats)),
-           "forward": summary(interleaved(lambda d: step(d, False), repeats))}
-    model.zero_grad(set_to_none=True)
-    say(f"HF forward+backward, 2 x {ids.shape[1]} tokens", out["forward_backward"])
-    say(f"HF forward, 2 x {ids.shape[1]} tokens", out["forward"])
+    out = {"forward_backward": summary(interleaved(lambda d: step(d, True), repeats, sides=UPDATE_SIDES)),
+           "forward": summary(interleaved(lambda d: step(d, False), repeats, sides=UPDATE_SIDES))}
+    for net in (model, copy):
+        net.zero_grad(set_to_none=True)
+    for name, part in (("forward+backward", out["forward_backward"]), ("forward", out["forward"])):
+        say(f"HF {name}, 2 x {ids.shape[1]} tokens", part)
+        print(f"    bf16 compute copy {part['median_s']['param_copy']:.2f} s: fp32/param_copy x{part['param_copy_speedup']:.2f}",
+              flush=True)
     return out
 
 

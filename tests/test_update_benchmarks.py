@@ -139,6 +139,9 @@ def test_bf16_speed_prints_every_part_in_both_dtypes(tmp_path, capsys):
                  *result["update"].values()):
         assert all(len(v) == 1 and v[0] > 0 for v in part["seconds"].values())
         assert part["bf16_speedup"] == pytest.approx(part["median_s"]["fp32"] / part["median_s"]["bf16"])
+    for part in result["hf"].values():  # the bare model's passes in the update's three sides
+        assert set(part["seconds"]) == {"fp32", "bf16", "param_copy"}
+        assert part["param_copy_speedup"] == pytest.approx(part["median_s"]["fp32"] / part["median_s"]["param_copy"])
     plain, optimised = result["update"]["plain"], result["update"]["optimised"]
     for part in (plain, optimised):  # the update's third side: the bf16 compute copy, wall and CPU seconds
         assert set(part["seconds"]) == set(part["cpu_seconds"]) == {"fp32", "bf16", "param_copy"}
@@ -148,6 +151,7 @@ def test_bf16_speed_prints_every_part_in_both_dtypes(tmp_path, capsys):
         optimised["gflop_per_s"]["bf16"] / result["bf16_gemm_gflop_per_s"])
     printed = capsys.readouterr().out
     assert "amx_bf16=" in printed and "dtypes ran: fp32 side float32, bf16 side float32" in printed
+    assert "bf16 compute copy" in printed.split("HF forward+backward")[1].splitlines()[1]
 
 
 def test_update_flops_count_the_layouts_tokens():
