@@ -240,8 +240,9 @@ def update_part(args, trainers: dict, batch, repeats: int, gemm_rate: float | No
     out = {}
     for name, settings in update_speed.VARIANTS.items():
         cpu: dict[str, list[float]] = {side: [] for side in UPDATE_SIDES}
+        passes: dict[str, list[dict]] = {side: [] for side in UPDATE_SIDES}
 
-        def run(side, settings=settings, cpu=cpu):
+        def run(side, settings=settings, cpu=cpu, passes=passes):
             dtype = "bf16" if side == "param_copy" else side
             policy = trainers[dtype].policy
             policy.bf16_compute = "param_copy" if side == "param_copy" else "autocast"
@@ -250,12 +251,14 @@ def update_part(args, trainers: dict, batch, repeats: int, gemm_rate: float | No
                                                                 trajectories, settings)
             policy.bf16_compute = "autocast"
             cpu[side].append(metrics["cpu_s"])
+            passes[side].append({k: v for k, v in metrics.items() if k.startswith("time/update_")})
             return seconds
 
         flops = update_flops(trainers["fp32"], prepared["fp32"].samples, settings)
         out[name] = summary(interleaved(run, repeats, warm_up=False, sides=UPDATE_SIDES), flops)
         # this process's CPU seconds: on a shared machine less sensitive to the other jobs than the wall clock
         out[name]["cpu_seconds"] = cpu
+        out[name]["pass_seconds"] = passes  # seedbench.training.pass_clock: every update's split by pass
         median_cpu = {side: statistics.median(values) for side, values in cpu.items()}
         out[name]["bf16_cpu_speedup"] = median_cpu["fp32"] / median_cpu["bf16"]
         out[name]["param_copy_cpu_speedup"] = median_cpu["fp32"] / median_cpu["param_copy"]
@@ -277,9 +280,18 @@ def update_part(args, trainers: dict, batch, repeats: int, gemm_rate: float | No
                   f"{out[name]['gflop_per_s']['param_copy']:.0f} with the param copy = "
                   f"{100 * out[name]['bf16_share_of_bf16_gemm_rate']:.1f} / "
                   f"{100 * out[name]['param_copy_share_of_bf16_gemm_rate']:.1f} % of the bf16 GEMM rate ({gemm_rate:.0f})")
+        print_pass_split(passes)
     for dtype, trainer in trainers.items():
         trainer.policy.model.load_state_dict(initial[dtype])
     return out
+
+
+def print_pass_split(passes: dict[str, list[dict]]) -> None:
+    """Each side's seconds per pass of the update (the first timed update of the side), one line a side."""
+    for side, runs in passes.items():
+        if runs:
+            split = ", ".join(f"{key[len('time/update_'):-2]} {value:.1f}" for key, value in runs[0].items())
+            print(f"    passes, {side} (s): {split}", flush=True)
 
 
 def sft_part(trainer, demos: int, repeats: int) -> dict:

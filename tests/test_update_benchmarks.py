@@ -145,6 +145,8 @@ def test_bf16_speed_prints_every_part_in_both_dtypes(tmp_path, capsys):
     plain, optimised = result["update"]["plain"], result["update"]["optimised"]
     for part in (plain, optimised):  # the update's third side: the bf16 compute copy, wall and CPU seconds
         assert set(part["seconds"]) == set(part["cpu_seconds"]) == {"fp32", "bf16", "param_copy"}
+        for runs in part["pass_seconds"].values():  # the update's split by pass (seedbench.training.pass_clock)
+            assert len(runs) == 1 and runs[0]["time/update_forward_s"] > 0 and runs[0]["time/update_backward_s"] > 0
         assert part["param_copy_vs_autocast"] == pytest.approx(part["median_s"]["bf16"] / part["median_s"]["param_copy"])
     assert plain["gflop"] > optimised["gflop"] > 0  # the optimised update skips the π_old pass and the padding
     assert optimised["bf16_share_of_bf16_gemm_rate"] == pytest.approx(
@@ -152,6 +154,7 @@ def test_bf16_speed_prints_every_part_in_both_dtypes(tmp_path, capsys):
     printed = capsys.readouterr().out
     assert "amx_bf16=" in printed and "dtypes ran: fp32 side float32, bf16 side float32" in printed
     assert "bf16 compute copy" in printed.split("HF forward+backward")[1].splitlines()[1]
+    assert "passes, param_copy (s): old_logprobs " in printed
 
 
 def test_update_flops_count_the_layouts_tokens():

@@ -371,3 +371,40 @@ def test_a_forward_batch_that_splits_a_micro_batch_is_one_line():
     with pytest.raises(ConfigError, match=r"optim.forward_batch_size=3 is not a multiple of optim.micro_batch_size=2"):
         build_config(overrides={"env": "choice", "model": {"name": "tiny"},
                                 "optim": {"micro_batch_size": 2, "forward_batch_size": 3}})
+
+
+def test_every_update_reports_the_seconds_of_each_pass(tmp_path):
+    """``time/update_<pass>_s``: the scoring passes only where the strategy runs them, every loss pass timed,
+    no casts without a compute copy (the tiny model trains in fp32), and the passes add up to no more than
+    the update's own wall time."""
+    import time
+
+    from seedbench.training.pass_clock import PASSES
+
+    trainer = _trainer(tmp_path, "clock")
+    prepared, trajectories = _rollout(trainer)
+    start = time.perf_counter()
+    scored, _, _ = _update(trainer, prepared, trajectories, old_logprobs="score")
+    wall = time.perf_counter() - start
+    seconds = {name: scored[f"time/update_{name}_s"] for name in PASSES}
+    assert all(seconds[name] > 0 for name in ("old_logprobs", "reference", "forward", "loss", "backward", "step"))
+    assert seconds["casts"] == 0.0
+    assert sum(seconds.values()) <= wall
+    first, _, _ = _update(trainer, prepared, trajectories, old_logprobs="first_forward")
+    # π_old is the loss forward itself: no scoring pass, only the checks on the log-probs it kept
+    assert first["time/update_old_logprobs_s"] < seconds["old_logprobs"] / 2
+    trainer.close()
+
+
+def test_the_pass_clock_adds_up_blocks_and_refuses_an_unknown_pass():
+    from seedbench.training.pass_clock import PassClock
+
+    ticks = iter([1.0, 1.5, 10.0, 10.25])
+    clock = PassClock(now=lambda: next(ticks))
+    for _ in range(2):
+        with clock.timed("forward"):
+            pass
+    assert clock.metrics()["time/update_forward_s"] == 0.75 and clock.metrics()["time/update_step_s"] == 0.0
+    with pytest.raises(KeyError, match="unknown update pass 'fwd'"):
+        with clock.timed("fwd"):
+            pass

@@ -23,6 +23,7 @@ from seedbench.progress import progress_bar
 from seedbench.rollout.types import Trajectory
 from seedbench.training.distributed import SingleProcess
 from seedbench.training.old_logprobs import choose_old_logprobs, dropout_active  # noqa: F401 - re-exported
+from seedbench.training.pass_clock import PassClock
 from seedbench.training.logprob_check import check_train_samples, sample_key, sampled_logprobs_by_ids
 
 
@@ -51,12 +52,15 @@ class PolicyUpdate:
         self.config, self.parallel, self.optimizer, self.run_dir, self.say = config, parallel, optimizer, run_dir, say
         self.policy, self.context, self.agent = parts.policy, parts.context, parts.agent
         self.sampling, self.needs_reference = parts.sampling, parts.needs_reference
+        self.clock = PassClock(self.policy.device)  # the current update's seconds per pass
 
     def __call__(self, prepared: PreparedUpdate, trajectories: list[Trajectory], done: int) -> dict[str, float]:
         """`optim.ppo_epochs` passes over the prepared samples in mini-batches of step samples. π_old comes
         from the `optim.old_logprobs` strategy, reference log-probs from a scoring pass under the frozen
-        reference; the trainer's pre-update log-probs are checked against the engine's (`trajectories`)."""
+        reference; the trainer's pre-update log-probs are checked against the engine's (`trajectories`).
+        Returns the loss terms and checks, and the seconds of each pass (`seedbench.training.pass_clock`)."""
         samples = prepared.samples
+        self.clock = clock = PassClock(self.policy.device)
         # mini-batches are cut from the global sample list (all ranks' samples in rank order)
         layout = self.parallel.sample_layout([len(s.response_ids) for s in samples])
         if not layout.lengths:
@@ -65,10 +69,11 @@ class PolicyUpdate:
         batch = UpdateBatch(samples, list(trajectories), done)
         num_minibatches = (len(layout.lengths) + cfg.mini_batch_size - 1) // cfg.mini_batch_size
         old = choose_old_logprobs(self, batch, single_pass=cfg.ppo_epochs * num_minibatches == 1)
-        old.before_update()
+        with clock.timed("old_logprobs"):
+            old.before_update()
         ref_logp = None
         if self.needs_reference:
-            with policy.reference() as ref_model:
+            with clock.timed("reference"), policy.reference() as ref_model:
                 ref_logp = self.context.score(batch.prompts, batch.responses, model=ref_model)
         want_entropy = self.agent.config.entropy_coef > 0
         engine_logp = self._engine_logprobs(batch) if cfg.rollout_is != "off" else None
@@ -96,19 +101,21 @@ class PolicyUpdate:
                 sums, current = old.after_mini_batch(mini, run(), first=not steps, rerun=run)
                 for key, value in sums.items():
                     totals[key] = totals.get(key, 0.0) + value
-                self.parallel.all_reduce_grads(policy.model.parameters())  # the sum of the ranks' shares
-                grad_norm = torch.nn.utils.clip_grad_norm_(policy.model.parameters(), cfg.grad_clip)
-                grad_norm_sum += float(grad_norm)
+                with clock.timed("step"):
+                    self.parallel.all_reduce_grads(policy.model.parameters())  # the sum of the ranks' shares
+                    grad_norm = torch.nn.utils.clip_grad_norm_(policy.model.parameters(), cfg.grad_clip)
+                    grad_norm_sum += float(grad_norm)
+                    self.optimizer.step()
                 steps += 1
-                self.optimizer.step()
                 token_total += tokens
         bar.close()
-        old.after_update()
+        with clock.timed("old_logprobs"):
+            old.after_update()
         totals = self.parallel.sum_values(totals)  # token sums of every rank
         out = {"train/grad_norm": grad_norm_sum / max(steps, 1), "train/old_logprobs_engine": float(old.from_engine),
                "train/samples": len(layout.lengths), "train/response_tokens": token_total, **old.check_metrics}
         out.update({k: v / max(token_total, 1) for k, v in totals.items()})
-        return out
+        return {**out, **clock.metrics()}
 
     def mini_batch(self, mini: list[int], samples, old_logp, ref_logp, want_entropy: bool, update_info,
                    tokens: int, micro_batches: int,
@@ -121,7 +128,8 @@ class PolicyUpdate:
         current: dict[int, list[float]] = {}
         compute = self.policy.compute_copy()  # model.bf16_compute=param_copy: bf16 weights, no autocast
         if compute is not None:
-            compute.refresh()  # the weights of the last optimizer step, before this mini-batch's first forward
+            with self.clock.timed("casts"):
+                compute.refresh()  # the weights of the last optimizer step, before this mini-batch's first forward
         # One autocast region around the mini-batch: autocast keeps its low-precision casts of the weights
         # until its outermost region exits, so every micro-batch's forward reuses the first one's (the
         # weights change only at the optimizer step, after this). Loss and backward run with autocast off.
@@ -135,18 +143,21 @@ class PolicyUpdate:
                 for micro_start in range(0, len(chunk), size):
                     micro = chunk[micro_start : micro_start + size]
                     rows = forward.rows(micro_start, [len(samples[i].response_ids) for i in micro])
-                    mb = self.loss_input(micro, rows, samples, old_logp, ref_logp, update_info, minibatch_tokens=tokens,
-                                         micro_batches=micro_batches, engine_logp=engine_logp)
-                    with self.policy.autocast_off():
-                        loss_sum, metric_sums = self.agent.loss(mb)  # weighted for optim.loss_agg_mode
+                    with self.clock.timed("loss"):
+                        mb = self.loss_input(micro, rows, samples, old_logp, ref_logp, update_info,
+                                             minibatch_tokens=tokens, micro_batches=micro_batches,
+                                             engine_logp=engine_logp)
+                        with self.policy.autocast_off():
+                            loss_sum, metric_sums = self.agent.loss(mb)  # weighted for optim.loss_agg_mode
                     loss = loss_sum if loss is None else loss + loss_sum
                     sums["train/loss"] = sums.get("train/loss", 0.0) + float(loss_sum.detach())
                     for key, value in metric_sums.items():
                         sums[key] = sums.get(key, 0.0) + float(value)
-                with self.policy.autocast_off():
+                with self.clock.timed("backward"), self.policy.autocast_off():
                     (loss / tokens).backward()
                 if compute is not None:
-                    compute.move_grads()  # into the fp32 master .grad, where clipping and AdamW find them
+                    with self.clock.timed("casts"):
+                        compute.move_grads()  # into the fp32 master .grad, where clipping and AdamW find them
                 logp = forward.logp.detach().float().cpu()
                 for row, i in enumerate(chunk):
                     current[i] = logp[row, : len(samples[i].response_ids)].tolist()
@@ -164,10 +175,11 @@ class PolicyUpdate:
         prompts = [samples[i].prompt_ids for i in indices]
         responses = [samples[i].response_ids for i in indices]
         model, autocast = self.training_model()
-        logp, entropy, mask = forward_logprobs(model, prompts, responses, self.policy.tokenizer.pad_token_id,
-                                               self.policy.device, with_entropy=want_entropy, autocast=autocast,
-                                               temperature=self.context.score_temperature,
-                                               packing=self.config.optim.packing)
+        with self.clock.timed("forward"):
+            logp, entropy, mask = forward_logprobs(model, prompts, responses, self.policy.tokenizer.pad_token_id,
+                                                   self.policy.device, with_entropy=want_entropy, autocast=autocast,
+                                                   temperature=self.context.score_temperature,
+                                                   packing=self.config.optim.packing)
         return _Forward(logp, entropy, mask)
 
     def micro_batch(self, indices: list[int], samples: list[TrainSample], old_logp, ref_logp, want_entropy: bool,
