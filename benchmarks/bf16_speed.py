@@ -20,7 +20,8 @@ load average printed next to it: on a shared machine only ratios measured side b
 * ``scoring``: the no-grad scoring pass over the batch, the pass SEED's teacher re-scoring runs
   (``optim.packing`` and ``log_prob_micro_batch_size`` from the recipe);
 * ``sft``: the warm start's fine-tune (`seedbench.training.sft.fine_tune`, one epoch at batch 8) on
-  ``--sft-demos`` expert episodes of the recipe's env (``--config``) rendered as `seedbench sft-policy` does,
+  ``--sft-demos`` expert episodes of the recipe's env (``--config``) rendered as `seedbench sft-policy` does
+  (or, with ``--sft-annotations``, stage 1's fine-tune on a stage-1 build's analyses),
   three sides interleaved like the update's, each from the same weights, wall and process CPU seconds;
 * ``iteration`` (not by default: it generates): one whole quick-start GRPO iteration per dtype.
 
@@ -58,6 +59,10 @@ def parse_args(argv=None):
     p.add_argument("--tokens", type=int, default=848, help="rows of the GEMMs and tokens of the HF forward")
     p.add_argument("--parts", nargs="+", default=list(DEFAULT_PARTS), choices=PARTS)
     p.add_argument("--sft-demos", type=int, default=8, help="expert episodes the sft part fine-tunes on")
+    p.add_argument("--sft-annotations", type=Path, default=None,
+                   help="a stage-1 build's annotations.jsonl: the sft part fine-tunes on its analyses instead "
+                        "(stage 1's SFT, batch --sft-batch-size)")
+    p.add_argument("--sft-batch-size", type=int, default=4, help="batch of the stage-1 SFT (the quick start's: 4)")
     p.add_argument("--shared-trainer", action="store_true",
                    help="one bf16 trainer for both dtypes (half the memory): the fp32 sides set its compute dtype "
                         "to fp32 and swap in an fp32 KL reference, as an fp32 trainer holds; not with 'iteration'")
@@ -294,19 +299,46 @@ def print_pass_split(passes: dict[str, list[dict]]) -> None:
             print(f"    passes, {side} (s): {split}", flush=True)
 
 
-def sft_part(trainer, demos: int, repeats: int) -> dict:
-    """The warm start's fine-tune on `demos` expert episodes of the trainer's env (the quick start's), from
-    the trainer's weights on every side: fp32, bf16 autocast, bf16 compute copy."""
-    import dataclasses
-
-    import torch
-
-    from seedbench.training.sft import SFTSettings, fine_tune, tokenize_example
+def warm_start_rows(trainer, demos: int) -> tuple[list[dict], int, str]:
+    """The warm start's SFT examples: `demos` expert episodes of the trainer's env rendered as `seedbench
+    sft-policy` does; (rows, batch size 8, label)."""
+    from seedbench.training.sft import tokenize_example
     from seedbench.training.warm_start import collect_demos
 
     policy, config = trainer.policy, trainer.config
     demo_set = collect_demos(config, config.env, policy.tokenizer, demos, seed=0)
     rows = [tokenize_example(policy.tokenizer, d.content, d.response) for d in demo_set.demos]
+    return rows, 8, f"warm-start SFT ({len(rows)} examples)"
+
+
+def stage1_rows(trainer, annotations: Path, batch_size: int) -> tuple[list[dict], int, str]:
+    """Stage 1's analysis examples from a stage-1 build's ``annotations.jsonl`` (analyzer prompt → the parsed
+    analysis, as `seedbench sft-analyzer` trains on them; its rehearsed acting steps are not in the file)."""
+    from seedbench.agents.seed.analysis import parse_analysis
+    from seedbench.jsonio import read_jsonl
+    from seedbench.training.sft import tokenize_example
+
+    rows = []
+    for record in read_jsonl(annotations):
+        analysis = parse_analysis(record["raw"]) if record.get("ok") else None
+        if analysis is not None:
+            rows.append(tokenize_example(trainer.policy.tokenizer, record["analyzer_prompt"], analysis.to_json()))
+    if not rows:
+        raise SystemExit(f"bf16_speed.py: no parsed analysis in {annotations}; pass a stage-1 build's annotations.jsonl")
+    return rows, batch_size, f"stage-1 analyzer SFT ({len(rows)} analyses)"
+
+
+def sft_part(trainer, examples: tuple[list[dict], int, str], repeats: int) -> dict:
+    """One epoch of the SFT on `examples` (`warm_start_rows` or `stage1_rows`) from the trainer's weights on
+    every side: fp32, bf16 autocast, bf16 compute copy."""
+    import dataclasses
+
+    import torch
+
+    from seedbench.training.sft import SFTSettings, fine_tune
+
+    policy = trainer.policy
+    rows, batch_size, label = examples
     initial = {k: v.detach().clone() for k, v in policy.model.state_dict().items()}
     cpu: dict[str, list[float]] = {side: [] for side in UPDATE_SIDES}
 
@@ -317,7 +349,7 @@ def sft_part(trainer, demos: int, repeats: int) -> dict:
                                           _compute_copy=None)
         start, cpu_start = time.perf_counter(), time.process_time()
         with tempfile.TemporaryDirectory(prefix="bf16_speed_sft_") as out:
-            fine_tune(side_policy, rows, [], SFTSettings(epochs=1, lr=3e-5, batch_size=8, seed=0), Path(out))
+            fine_tune(side_policy, rows, [], SFTSettings(epochs=1, lr=3e-5, batch_size=batch_size, seed=0), Path(out))
         cpu[side].append(time.process_time() - cpu_start)
         return time.perf_counter() - start
 
@@ -325,7 +357,7 @@ def sft_part(trainer, demos: int, repeats: int) -> dict:
     policy.model.load_state_dict(initial)
     out.update(examples=len(rows), cpu_seconds=cpu)
     median_cpu = {side: statistics.median(values) for side, values in cpu.items()}
-    say(f"warm-start SFT ({len(rows)} examples)", out)
+    say(label, out)
     print(f"    wall s: fp32 {out['median_s']['fp32']:.1f}, bf16 autocast {out['median_s']['bf16']:.1f}, bf16 param_copy "
           f"{out['median_s']['param_copy']:.1f}; CPU s: fp32 {median_cpu['fp32']:.1f}, autocast {median_cpu['bf16']:.1f}, "
           f"param_copy {median_cpu['param_copy']:.1f}")
@@ -401,7 +433,9 @@ def main(argv=None) -> int:
     if "scoring" in args.parts:
         result["scoring"] = scoring_part(trainers, batch, args.repeats, fp32_side)
     if "sft" in args.parts:
-        result["sft"] = sft_part(trainers["fp32"], args.sft_demos, args.repeats)
+        examples = (stage1_rows(trainers["fp32"], args.sft_annotations, args.sft_batch_size) if args.sft_annotations
+                    else warm_start_rows(trainers["fp32"], args.sft_demos))
+        result["sft"] = sft_part(trainers["fp32"], examples, args.repeats)
     if "iteration" in args.parts:
         result["iteration"] = iteration_part(trainers, args.repeats)
     for trainer in {id(t): t for t in trainers.values()}.values():

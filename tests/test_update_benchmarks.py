@@ -181,6 +181,29 @@ def test_bf16_speed_times_the_warm_start_sft_on_three_sides(tmp_path, capsys):
     assert "warm-start SFT" in capsys.readouterr().out
 
 
+def test_bf16_speed_times_stage1_sft_on_a_builds_parsed_analyses(tmp_path, capsys):
+    """--sft-annotations: the sft part trains on a stage-1 build's analyses, the parsed ones only (a record
+    with ok=false or an unparseable answer is left out), as `seedbench sft-analyzer` does."""
+    bench = _load("bf16_speed")
+    answer = json.dumps({"episode_summary": "Success: reached G.", "episode_skill": "In this won episode, go right."})
+    records = [{"ok": True, "raw": answer, "analyzer_prompt": "task: walk to G\nstep 1: right"},
+               {"ok": True, "raw": answer, "analyzer_prompt": "task: walk to G\nstep 1: down"},
+               {"ok": False, "raw": "no json here", "analyzer_prompt": "task: walk to G"}]
+    annotations = tmp_path / "annotations.jsonl"
+    annotations.write_text("".join(json.dumps(r) + "\n" for r in records))
+    out = tmp_path / "bf16.json"
+    argv = ["--parts", "sft", "--sft-annotations", str(annotations), "--sft-batch-size", "2", "--repeats", "1",
+            "--out", str(out), *TINY]
+    assert bench.main(argv) == 0
+    sft = json.loads(out.read_text())["sft"]
+    assert sft["examples"] == 2 and set(sft["seconds"]) == {"fp32", "bf16", "param_copy"}
+    assert "stage-1 analyzer SFT (2 analyses)" in capsys.readouterr().out
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text(json.dumps(records[2]) + "\n")
+    with pytest.raises(SystemExit, match="no parsed analysis"):
+        bench.main(["--parts", "sft", "--sft-annotations", str(empty), "--repeats", "1", "--out", str(out), *TINY])
+
+
 def test_a_recorded_batch_is_replayed_only_for_its_own_recipe(monkeypatch, tmp_path):
     monkeypatch.setenv("SEEDBENCH_CACHE", str(tmp_path))
     update_speed = _load("update_speed")
