@@ -221,3 +221,47 @@ def test_the_streaming_contract_is_what_tells_the_schedulers_apart():
         def abort(self, request_ids): ...
 
     assert not supports_submit(NoAbort()) and supports_submit(WithAbort())
+
+
+class CountingBar:
+    """The part of a tqdm bar the engines use: reset(total=) and update(n), with every update kept."""
+
+    def __init__(self):
+        self.total, self.n, self.updates = None, 0, []
+
+    def reset(self, total=None):
+        self.total, self.n = total, 0
+
+    def update(self, n=1):
+        self.n += n
+        self.updates.append(n)
+
+
+def test_the_hf_engine_counts_decode_steps_on_a_progress_bar_without_changing_its_output():
+    tok = tiny_tokenizer()
+    model = tiny_model(tok, seed=0)
+    prompts = [render_prompt(tok, text) for text in ("go left", "push the box up", "a longer prompt with more words")]
+    params = SamplingParams(max_new_tokens=6, temperature=0.7, stop=[])
+    engine = HFEngine(model, tok, CPU, batch_size=2)  # two batches: 2 prompts, then 1
+    torch.manual_seed(3)
+    plain = outputs(engine, prompts, params)
+    bar = CountingBar()
+    torch.manual_seed(3)
+    counted = [(g.token_ids, g.text, g.finish_reason) for g in engine.generate(prompts, params, progress=bar)]
+    assert counted == plain  # the bar only watches
+    assert bar.total == 2 * 6 and bar.n == 12  # max_new_tokens per batch; a batch that stops early jumps to its end
+    assert bar.updates.count(1) >= 2  # decode steps counted one by one while a batch runs
+
+
+def test_generate_with_progress_fills_the_bar_of_an_engine_without_the_hook():
+    from seedbench.engines.base import Generation, generate_with_progress
+
+    class PluginEngine:  # written against GenerationEngine: generate(prompts, params) only
+        name = "plugin"
+
+        def generate(self, prompts, params):
+            return [Generation(token_ids=[1], logprobs=[0.0], text=f"out {p}", finish_reason="stop") for p in prompts]
+
+    bar = CountingBar()
+    got = generate_with_progress(PluginEngine(), ["a", "b", "c"], SamplingParams(max_new_tokens=4), bar)
+    assert [g.text for g in got] == ["out a", "out b", "out c"] and (bar.total, bar.n) == (3, 3)

@@ -247,3 +247,28 @@ def test_frozen_analyzer_analyses_with_the_initial_weights(tmp_path):
     assert engine is not None and engine is not trainer.engine
     assert engine.model is trainer.policy.ref_model  # the frozen starting weights, shared with the KL reference
     trainer.close()
+
+
+def test_self_analysis_runs_under_a_progress_bar_of_its_decode_steps(tmp_path, monkeypatch):
+    """Each update's self-analysis shows a bar (``iter N self-analysis``) that the engine fills with decode
+    steps: ``analysis_max_new_tokens`` per generation batch, complete when the analyses are."""
+    import seedbench.agents.seed.agent as seed_agent
+
+    bars = []
+    real = seed_agent.progress_bar
+
+    def recording_bar(**kwargs):
+        bar = real(**kwargs)
+        bars.append((kwargs["desc"], bar))
+        return bar
+
+    monkeypatch.setattr(seed_agent, "progress_bar", recording_bar)
+    trainer = Trainer(_config(tmp_path, "seed", analysis_max_new_tokens=5))
+    monkeypatch.setenv("SEEDBENCH_PROGRESS", "1")  # the suite turns bars off; a disabled bar counts nothing
+    trajectories = _rollout(trainer)
+    analyses, records = trainer.agent.analyse(trajectories, [0.0] * len(trajectories), 1)
+    assert len(records) == len(trajectories) == 4
+    assert [desc for desc, _ in bars] == ["iter 1 self-analysis"]
+    bar = bars[0][1]
+    assert bar.total == 5 and bar.n == 5  # one batch of 4 analyses (engine batch 32), 5 new tokens at most
+    trainer.close()

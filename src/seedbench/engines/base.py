@@ -49,6 +49,25 @@ class GenerationEngine(Protocol):
     def sync_weights(self) -> None: ...
 
 
+def generate_with_progress(engine: Any, prompts: list[PromptLike], params: SamplingParams,
+                           progress: Any) -> list[Generation]:
+    """``engine.generate`` with a progress bar (a tqdm bar: `seedbench.progress.progress_bar`) where the engine's
+    ``generate`` takes ``progress=`` (the built-in engines: decode steps as they run); an engine that does not
+    (a plugin written against `GenerationEngine`) generates as usual and the bar is filled when it returns."""
+    import inspect
+
+    try:
+        takes_progress = "progress" in inspect.signature(engine.generate).parameters
+    except (TypeError, ValueError):
+        takes_progress = False
+    if takes_progress:
+        return engine.generate(prompts, params, progress=progress)
+    generations = engine.generate(prompts, params)
+    progress.reset(total=len(prompts))
+    progress.update(len(prompts))
+    return generations
+
+
 @runtime_checkable
 class StreamingEngine(Protocol):
     """An engine that also takes requests one at a time (`seedbench.engines.vllm.VLLMEngine`): exactly what the

@@ -106,18 +106,26 @@ class HFEngine:
             return self.decode_linear == "weight_major"
         return _device_type(self.device) == "cpu"
 
-    def generate(self, prompts: list[PromptLike], params: SamplingParams) -> list[Generation]:
+    def generate(self, prompts: list[PromptLike], params: SamplingParams, progress: Any = None) -> list[Generation]:
+        """One `Generation` per prompt, in the caller's order. `progress` (a tqdm bar, optional) counts decode
+        steps: ``max_new_tokens`` per batch, a batch that stops early jumping to its end."""
         # Sort by length so each batch pads little (and by ids, so identical prompts sit together and can
         # share their prefill); restore the caller's order at the end.
         order = sorted(range(len(prompts)), key=lambda i: (len(prompts[i]), list(prompts[i])))
         results: list[Generation | None] = [None] * len(prompts)
-        for start in range(0, len(order), self.batch_size):
+        batches = range(0, len(order), self.batch_size)
+        if progress is not None:
+            progress.reset(total=len(batches) * params.max_new_tokens)
+        for number, start in enumerate(batches):
             chunk = order[start : start + self.batch_size]
-            for index, generation in zip(chunk, self._generate_batch([prompts[i] for i in chunk], params)):
+            for index, generation in zip(chunk, self._generate_batch([prompts[i] for i in chunk], params, progress)):
                 results[index] = generation
+            if progress is not None:
+                progress.update((number + 1) * params.max_new_tokens - progress.n)
         return results  # type: ignore[return-value]
 
-    def _generate_batch(self, prompts: list[PromptLike], params: SamplingParams) -> list[Generation]:
+    def _generate_batch(self, prompts: list[PromptLike], params: SamplingParams,
+                        progress: Any = None) -> list[Generation]:
         import torch
         from transformers import LogitsProcessorList
 
@@ -138,7 +146,7 @@ class HFEngine:
             kwargs.update({k: v.to(self.device) for k, v in vision_inputs(prompts, input_ids, width, never[0]).items()})
             kwargs["repetition_penalty"] = 1.0  # Qwen2.5-VL's generation_config sets 1.05: not the scored distribution
         fused = self.sampler == "fused" and not params.greedy and params.top_p >= 1.0
-        recorder = _LogprobRecorder(temperature, never, sample=fused)
+        recorder = _LogprobRecorder(temperature, never, sample=fused, on_step=progress.update if progress else None)
         kwargs["logits_processor"] = LogitsProcessorList([recorder])
         if params.greedy or fused:  # fused: the recorder samples, generate picks its one-hot choice
             kwargs.update(do_sample=False, temperature=None, top_p=None, top_k=None)
@@ -185,7 +193,9 @@ class _LogprobRecorder:
     placeholder ids) are removed from the distribution here, before sampling and recording, exactly as
     the scoring forward removes them."""
 
-    def __init__(self, temperature: float, never: list[int] | None = None, sample: bool = False):
+    def __init__(self, temperature: float, never: list[int] | None = None, sample: bool = False,
+                 on_step: Any = None):
+        self.on_step = on_step  # called with 1 after each decode step (a progress bar's update)
         self.temperature = temperature
         self.never = list(never or [])
         self.sample = sample
@@ -200,6 +210,8 @@ class _LogprobRecorder:
         if self.previous is not None:
             self.logprobs.append(self.previous.gather(1, input_ids[:, -1:]).squeeze(1))
         self.previous = torch.log_softmax(scores.float() / self.temperature, dim=-1)
+        if self.on_step is not None:
+            self.on_step(1)
         if not self.sample:
             return scores
         # Sample here from the distribution just recorded; hand generate a one-hot (0 at the token, -inf

@@ -164,7 +164,11 @@ class VLLMEngine:
         return {"limit_mm_per_prompt": {"image": max(1, renderer.max_images), "video": 0}}
 
     # -- the GenerationEngine interface -----------------------------------------------------------
-    def generate(self, prompts: list[PromptLike], params: SamplingParams) -> list[Generation]:
+    def generate(self, prompts: list[PromptLike], params: SamplingParams, progress: Any = None) -> list[Generation]:
+        """One `Generation` per prompt; `progress` (a tqdm bar, optional) counts the prompts, filled when vLLM
+        returns (its own bar is off: one bar per phase, seedbench's)."""
+        if progress is not None:
+            progress.reset(total=len(prompts))
         if not prompts:
             return []
         from vllm.inputs import TokensPrompt
@@ -174,6 +178,8 @@ class VLLMEngine:
         if self.vision:
             for prompt, output in zip(prompts, outputs):
                 check_expanded_prompt(prompt, output, self.placeholders[0], self.merge_size)
+        if progress is not None:
+            progress.update(len(prompts))
         return [self._generation(output, params) for output in outputs]
 
     def request(self, prompt: PromptLike) -> dict[str, Any]:

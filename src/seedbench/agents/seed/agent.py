@@ -42,11 +42,12 @@ from seedbench.models.vision import prompt_images
 from seedbench.rollout.prompting import current_observation, insert_skill, render_prompt  # noqa: F401 - current_observation re-exported
 from seedbench.training.origin import ANALYZER_SFT_MARKER  # the stage-1 provenance file, written by sft-analyzer
 from seedbench.agents.seed.skill_library import SkillLibrary
-from seedbench.engines.base import SamplingParams
+from seedbench.engines.base import SamplingParams, generate_with_progress
 from seedbench.engines.factory import hf_options
 from seedbench.engines.hf import HFEngine
 from seedbench.models.policy import load_policy
 from seedbench.models.weights import frozen_copy
+from seedbench.progress import progress_bar
 
 ANALYZERS = ("current", "frozen", "static")
 
@@ -334,7 +335,11 @@ class SEEDAgent(GRPOAgent):
                 trajectories[t].task_text, trajectories[t].won, episode_steps(trajectories[t]), count,
                 cfg.analysis_max_prompt_tokens)) for t in todo]
             params = SamplingParams(max_new_tokens=cfg.analysis_max_new_tokens, greedy=True, stop=[])
-            for t, generation in zip(todo, engine.generate(prompts, params) if prompts else []):
+            generations = []
+            if prompts:
+                with progress_bar(desc=f"iter {iteration} self-analysis", unit="token") as bar:
+                    generations = generate_with_progress(engine, prompts, params, bar)
+            for t, generation in zip(todo, generations):
                 raw[t] = generation.text
             analyses = [parse_analysis(text) for text in raw]
         records = []

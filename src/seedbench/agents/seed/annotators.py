@@ -43,6 +43,7 @@ from seedbench.engines.base import SamplingParams
 from seedbench.engines.hf import HFEngine
 from seedbench.envs.text_env import TextEnv
 from seedbench.models.policy import load_policy
+from seedbench.progress import progress_bar
 from seedbench.rollout.prompting import render_prompt
 
 from seedbench.config.errors import ConfigError
@@ -191,7 +192,8 @@ class HFAnnotator:
         self.check()
         prompts = [render_prompt(self._policy.tokenizer, r.content) for r in requests]
         params = SamplingParams(max_new_tokens=self.max_new_tokens, greedy=True, stop=[])
-        return [g.text for g in self._engine.generate(prompts, params)]
+        with progress_bar(desc="annotating", unit="token") as bar:
+            return [g.text for g in self._engine.generate(prompts, params, progress=bar)]
 
 
 # ----------------------------------------------------------------------------------------------------
