@@ -146,7 +146,7 @@ class HFEngine:
             kwargs.update({k: v.to(self.device) for k, v in vision_inputs(prompts, input_ids, width, never[0]).items()})
             kwargs["repetition_penalty"] = 1.0  # Qwen2.5-VL's generation_config sets 1.05: not the scored distribution
         fused = self.sampler == "fused" and not params.greedy and params.top_p >= 1.0
-        recorder = _LogprobRecorder(temperature, never, sample=fused, on_step=progress.update if progress else None)
+        recorder = _LogprobRecorder(temperature, never, sample=fused, on_step=None if progress is None else progress.update)
         kwargs["logits_processor"] = LogitsProcessorList([recorder])
         if params.greedy or fused:  # fused: the recorder samples, generate picks its one-hot choice
             kwargs.update(do_sample=False, temperature=None, top_p=None, top_k=None)
