@@ -320,6 +320,26 @@ def test_study_time_per_phase_by_hand(study_dir):
     assert seed["iteration"] == pytest.approx(3.85) and rows["seed"]["total_s"] == pytest.approx(23.1)
 
 
+def test_paired_difference_against_the_baseline_by_hand(study_dir):
+    """Each arm minus the baseline run of the same seed, averaged over the seeds both have; a seed the
+    baseline lacks is left out, and the counts say how many seeds ended above, level and below."""
+    runs = [r for r in read_runs(study_dir) if not (r.arm == "grpo" and r.seed == 3)]
+    table = tables.paired_baseline_table(runs, baseline="grpo", n_resamples=300)
+    assert "grpo" not in set(table.agent) and set(table.split) == {"test", "test_large"}
+    for arm in ("seed", "control"):
+        for split in ("test", "test_large"):
+            diffs = [_final(study_dir / f"frozenlake__{arm}__tiny__s{s}", split)
+                     - _final(study_dir / f"frozenlake__grpo__tiny__s{s}", split) for s in range(3)]
+            row = table[(table.agent == arm) & (table.split == split)].iloc[0]
+            assert row["seeds"] == 3 and row["diff_mean"] == pytest.approx(np.mean(diffs))
+            assert row["diff_low"] <= row["diff_mean"] <= row["diff_high"]
+            assert (row["above"], row["level"], row["below"]) == (
+                sum(d > 0 for d in diffs), sum(d == 0 for d in diffs), sum(d < 0 for d in diffs))
+    control = table[(table.agent == "control") & (table.split == "test")].iloc[0]
+    assert control["below"] == 3 and control["diff_high"] < 0  # GRPO learns, the control does not
+    assert not len(tables.paired_baseline_table(runs, baseline="gigpo"))  # no such baseline: no rows
+
+
 def test_change_from_the_start_by_hand(study_dir):
     """Each run's change is its own summary's before/after (first vs last evaluation, same tasks); an arm's
     row is the mean over seeds, and a run counts as up or down only when its paired interval leaves 0."""
@@ -351,6 +371,9 @@ def test_study_report_has_every_section(study_dir, tmp_path):
     assert (tmp_path / "plots" / "learning_curves_frozenlake__tiny.png").is_file()
     final = md.split("## Final performance")[1].split("## Change from the start")[0]
     assert "micro IQM % [95% CI]" in final and "P(agent > grpo) [95% CI]" in final
+    paired = md.split("## Against grpo, seed by seed")[1].split("## Change from the start")[0]
+    assert "| agent | split | seeds paired | agent − grpo, pts [95% CI over seeds] | seeds above / level / below |" in paired
+    assert "| seed | `test_large` | 4 |" in paired and "| control | `test` | 4 |" in paired
     change = md.split("## Change from the start")[1].split("## Sample efficiency")[0]
     assert "*split `test`, per arm*" in change and "*split `test_large`, per run*" in change
     assert "| agent | seed | before → after % | change, pts [95% CI over tasks] | tasks |" in change

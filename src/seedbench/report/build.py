@@ -172,6 +172,30 @@ def _final_section(runs: list[Run], opts: ReportOptions, warnings: list[str]) ->
     return section
 
 
+def _paired_section(runs: list[Run], opts: ReportOptions) -> Section | None:
+    table = T.paired_baseline_table(runs, baseline=opts.baseline, n_resamples=opts.n_resamples)
+    if not len(table):
+        return None
+    base = E(opts.baseline)
+    section = Section(f"Against {base}, seed by seed", [Text(
+        f"Each arm's final success minus that of the {base} run with the same seed, on every eval split: the "
+        "mean over the seeds both arms ran, in points, with its 95 % bootstrap interval over seeds, and how "
+        f"many seeds ended above, level with or below {base}. Runs of one seed share their task draws and "
+        "evaluation streams, so the evaluation noise they share cancels in this difference, which the arms' means keep; "
+        "an interval that leaves 0 says the arm ended apart from the baseline on these seeds.")])
+    for (env, model), _ in T.group_runs(runs).items():
+        sub = table[(table.env == env) & (table.model == model)]
+        if not len(sub):
+            continue
+        rows = [[E(r["agent"]), C(r["split"]), str(r["seeds"]),
+                 T.fmt_points(r["diff_mean"], r["diff_low"], r["diff_high"]),
+                 f"{r['above']} / {r['level']} / {r['below']}"] for _, r in sub.iterrows()]
+        section.add(Section(_group_title(env, model), [Table(
+            ["agent", "split", "seeds paired", f"agent − {base}, pts [95% CI over seeds]",
+             "seeds above / level / below"], rows, numeric=[False, False, True, True, True])]))
+    return section
+
+
 def _change_section(runs: list[Run], opts: ReportOptions) -> Section | None:
     per_run = T.change_rows(runs)
     if not per_run:
@@ -435,14 +459,10 @@ def build_document(all_runs: list[Run], opts: ReportOptions) -> tuple[Document, 
     arms = _arms_block(used, opts)
     if arms is not None:
         overview.add(arms)
-    body = [_learning_curve_section(used, opts), _final_section(used, opts, warnings),
-            _sample_efficiency_section(used, opts)]
-    change = _change_section(used, opts)
-    if change is not None:
-        body.insert(2, change)
-    for maybe in (_generalization_section(used, opts), _seed_section(used, opts, warnings)):
-        if maybe is not None:
-            body.append(maybe)
+    body = [_learning_curve_section(used, opts), _final_section(used, opts, warnings)]
+    body += [s for s in (_paired_section(used, opts), _change_section(used, opts)) if s is not None]
+    body.append(_sample_efficiency_section(used, opts))
+    body += [s for s in (_generalization_section(used, opts), _seed_section(used, opts, warnings)) if s is not None]
     body.append(_protocol_section(used, warnings))
     compute = _resources_section(used)
     if compute is not None:

@@ -275,6 +275,42 @@ def generalization_table(runs: Sequence[Run], **kw):
     return pd.DataFrame(rows)
 
 
+def paired_baseline_table(runs: Sequence[Run], baseline: str = "grpo", **kw):
+    """Each arm against ``baseline`` seed by seed, on every eval split: the final micro success of the arm's
+    run minus the baseline's run of the same seed, averaged over the seeds both have, with the bootstrap
+    interval of that mean over seeds, and how many seeds ended above, level with and below the baseline.
+
+    Pairing by seed is what the unpaired P(X > baseline) leaves out: runs of one seed share their task
+    draws and evaluation streams, so much of the evaluation noise cancels in the difference. Arms without
+    a seed in common with the baseline get no row.
+    """
+    import pandas as pd
+
+    rows = []
+    for (env, model), agents in group_runs(runs).items():
+        if baseline not in agents:
+            continue
+        base_by_seed = {run.seed: run for run in agents[baseline]}
+        for split in all_splits([r for rs in agents.values() for r in rs]):
+            for agent, agent_runs in agents.items():
+                if agent == baseline:
+                    continue
+                diffs = []
+                for run in agent_runs:
+                    base = base_by_seed.get(run.seed)
+                    mine, theirs = final_eval(run, split), final_eval(base, split) if base else None
+                    if mine and theirs:
+                        diffs.append(float(mine["success_micro"]) - float(theirs["success_micro"]))
+                if not diffs:
+                    continue
+                diff = summarize_scores(diffs, **kw)
+                rows.append({"env": env, "model": model, "agent": agent, "split": split, "seeds": diff["n"],
+                             "diff_mean": diff["mean"], "diff_low": diff["low"], "diff_high": diff["high"],
+                             "above": sum(d > 1e-12 for d in diffs), "level": sum(abs(d) <= 1e-12 for d in diffs),
+                             "below": sum(d < -1e-12 for d in diffs)})
+    return pd.DataFrame(rows)
+
+
 def change_rows(runs: Sequence[Run]) -> list[dict[str, Any]]:
     """Each run's held-out change from its first to its last evaluation, one row per (run, split), as the
     run wrote it in summary.json (``before_after``: the same tasks at both ends, the paired 95 % bootstrap
