@@ -82,6 +82,15 @@ def _arms_block(runs: list[Run], opts: ReportOptions) -> Table | None:
 LEARNING_CURVE_COLUMNS = 12  # eval iterations shown in the table (evenly spaced, first and last kept)
 
 
+def _groups_with_rows(runs: list[Run], table):
+    """(env, model, the group's runs by arm, the group's rows of ``table``) for every (env, model) group of
+    ``runs`` that has rows in ``table``: the loop each section's per-group tables share."""
+    for (env, model), agents in T.group_runs(runs).items():
+        sub = table[(table.env == env) & (table.model == model)] if len(table) else table
+        if len(sub):
+            yield env, model, agents, sub
+
+
 def _learning_curve_section(runs: list[Run], opts: ReportOptions) -> Section:
     section = Section("Learning curves")
     section.add(Text(
@@ -132,10 +141,7 @@ def _final_section(runs: list[Run], opts: ReportOptions, warnings: list[str]) ->
         f"above a random seed of {opts.baseline}; 0.5 means no difference."))
     kw = {"n_resamples": opts.n_resamples}
     final = T.final_table(runs, baseline=opts.baseline, **kw)
-    for (env, model), agents in T.group_runs(runs).items():
-        sub = final[(final.env == env) & (final.model == model)] if len(final) else final
-        if not len(sub):
-            continue
+    for env, model, agents, sub in _groups_with_rows(runs, final):
         split = sub.iloc[0]["split"]
         group = _group_title(env, model)
         if opts.baseline not in agents:
@@ -183,10 +189,7 @@ def _paired_section(runs: list[Run], opts: ReportOptions) -> Section | None:
         f"many seeds ended above, level with or below {base}. Runs of one seed share their task draws and "
         "evaluation streams, so the evaluation noise they share cancels in this difference, which the arms' means keep; "
         "an interval that leaves 0 says the arm ended apart from the baseline on these seeds.")])
-    for (env, model), _ in T.group_runs(runs).items():
-        sub = table[(table.env == env) & (table.model == model)]
-        if not len(sub):
-            continue
+    for env, model, _, sub in _groups_with_rows(runs, table):
         rows = [[E(r["agent"]), C(r["split"]), str(r["seeds"]),
                  T.fmt_points(r["diff_mean"], r["diff_low"], r["diff_high"]),
                  f"{r['above']} / {r['level']} / {r['below']}"] for _, r in sub.iterrows()]
@@ -207,10 +210,7 @@ def _change_section(runs: list[Run], opts: ReportOptions) -> Section | None:
         "stayed level or went down by their own paired 95 % interval over tasks (up or down only when it "
         "leaves 0). Per run: the change and that interval, as the run printed it at its end. A control's "
         "change is the evaluation's own noise.")])
-    for (env, model), _ in T.group_runs(runs).items():
-        sub = table[(table.env == env) & (table.model == model)]
-        if not len(sub):
-            continue
+    for env, model, _, sub in _groups_with_rows(runs, table):
         blocks = []
         for split in dict.fromkeys(sub.split):
             arm_rows = [[E(r["agent"]), str(r["seeds"]), T.fmt_pct(r["before"]), T.fmt_pct(r["after"]),
@@ -236,10 +236,7 @@ def _sample_efficiency_section(runs: list[Run], opts: ReportOptions) -> Section:
         "bootstrap interval of that mean at each grid point. \"Trajectories to reach X %\" is read off the "
         "mean curve; the count says how many seeds reached X % on their own."))
     table = T.sample_efficiency_table(runs, thresholds=opts.thresholds, n_resamples=opts.n_resamples)
-    for (env, model), agents in T.group_runs(runs).items():
-        sub = table[(table.env == env) & (table.model == model)] if len(table) else table
-        if not len(sub):
-            continue
+    for env, model, agents, sub in _groups_with_rows(runs, table):
         split = sub.iloc[0]["split"]
         blocks = []
         if opts.plots:
@@ -272,10 +269,7 @@ def _generalization_section(runs: list[Run], opts: ReportOptions) -> Section | N
     section.add(Text(
         "Final success on every evaluated split side by side (e.g. ALFWorld `valid_seen` vs `valid_unseen`). "
         "The gap is computed per seed (first split − other split) and then averaged with its own interval."))
-    for (env, model), agents in T.group_runs(runs).items():
-        sub = table[(table.env == env) & (table.model == model)]
-        if not len(sub):
-            continue
+    for env, model, agents, sub in _groups_with_rows(runs, table):
         splits = T.all_splits([r for rs in agents.values() for r in rs])
         header = ["agent"]
         for split in splits:
@@ -303,10 +297,7 @@ def _seed_section(runs: list[Run], opts: ReportOptions, warnings: list[str]) -> 
         "SEED's own signals over training (first / last / mean over iterations, averaged over seeds). A low "
         "analysis success rate means few trajectories got a skill, so the run was mostly plain GRPO "
         "(docs/method.md §5.2)."))
-    for (env, model), agents in T.group_runs(runs).items():
-        sub = diag[(diag.env == env) & (diag.model == model)]
-        if not len(sub):
-            continue
+    for env, model, agents, sub in _groups_with_rows(runs, diag):
         blocks = []
         rows = []
         for _, row in sub.iterrows():
