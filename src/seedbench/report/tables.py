@@ -295,12 +295,7 @@ def paired_baseline_table(runs: Sequence[Run], baseline: str = "grpo", **kw):
             for agent, agent_runs in agents.items():
                 if agent == baseline:
                     continue
-                diffs = []
-                for run in agent_runs:
-                    base = base_by_seed.get(run.seed)
-                    mine, theirs = final_eval(run, split), final_eval(base, split) if base else None
-                    if mine and theirs:
-                        diffs.append(float(mine["success_micro"]) - float(theirs["success_micro"]))
+                diffs = _differences_by_seed(agent_runs, base_by_seed, split)
                 if not diffs:
                     continue
                 diff = summarize_scores(diffs, **kw)
@@ -309,6 +304,18 @@ def paired_baseline_table(runs: Sequence[Run], baseline: str = "grpo", **kw):
                              "above": sum(d > 1e-12 for d in diffs), "level": sum(abs(d) <= 1e-12 for d in diffs),
                              "below": sum(d < -1e-12 for d in diffs)})
     return pd.DataFrame(rows)
+
+
+def _differences_by_seed(runs: Sequence[Run], base_by_seed: Mapping[int, Run], split: str) -> list[float]:
+    """Final micro success on ``split`` of each run minus that of the baseline run with its seed, for the
+    runs whose seed the baseline has and that both were evaluated on ``split``."""
+    diffs = []
+    for run in runs:
+        base = base_by_seed.get(run.seed)
+        mine, theirs = final_eval(run, split), final_eval(base, split) if base else None
+        if mine and theirs:
+            diffs.append(float(mine["success_micro"]) - float(theirs["success_micro"]))
+    return diffs
 
 
 def change_rows(runs: Sequence[Run]) -> list[dict[str, Any]]:
