@@ -65,6 +65,19 @@ def _baseline(board: Board, subs: list[Submission]) -> Submission | None:
     return max(candidates, key=lambda s: s.name) if candidates else None
 
 
+def _ranks(order: list[str], primary: dict[str, dict[str, Any]]) -> dict[str, str]:
+    """Each submission's rank cell: "control" for a no-learning control, else its competition rank by the
+    primary metric's mean (1, 1, 3): submissions with the same mean share a rank, so a tie never reads as a
+    win for whichever name sorts first."""
+    ranks: dict[str, str] = {}
+    previous: tuple[float, int] | None = None
+    for position, name in enumerate((n for n in order if not primary[n]["control"]), start=1):
+        mean = _nan_low(primary[name]["mean"])
+        rank = previous[1] if previous is not None and math.isclose(previous[0], mean, abs_tol=1e-9) else position
+        ranks[name], previous = str(rank), (mean, rank)
+    return {name: ranks.get(name, "control") for name in order}
+
+
 SEEDBENCH_PROTOCOL = (("max_steps", "step limit"), ("iterations", "updates"), ("tasks_per_batch", "tasks/batch"),
                       ("group_size", "group"), ("num_tasks", "eval tasks"), ("temperature", "eval temperature"))
 
@@ -228,11 +241,11 @@ def board_section(board: Board, subs: list[Submission]) -> Section:
                    "submission"]
         table_rows = []
         subs_by_name = {s.name: s for s in subs}
-        ranks = iter(range(1, len(order) + 1))
+        ranks = _ranks(order, primary)
         for name in order:
             r = primary[name]
             agent = r["agent"] if r["arm"] == r["agent"] else f"{r['agent']} (arm {r['arm']})"
-            cells = ["control" if r["control"] else str(next(ranks)), md_escape(r["method"]), md_escape(agent), str(r["n_seeds"]),
+            cells = [ranks[name], md_escape(r["method"]), md_escape(agent), str(r["n_seeds"]),
                      T.fmt_ci(r["mean"], r["low"], r["high"]),
                      T.fmt_pct(r["iqm"])]
             cells += [T.fmt_ci(by_sub[name][m]["mean"], by_sub[name][m]["low"], by_sub[name][m]["high"]) for m in others]
