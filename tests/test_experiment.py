@@ -70,7 +70,8 @@ def test_every_shipped_spec_expands_into_valid_run_configs(path):
         if path.name == "cpu_study.yaml" and archived.is_file():
             ran, now = yaml.safe_load(archived.read_text()), yaml.safe_load(yaml.safe_dump(to_dict(config)))
             ran.pop("output"), now.pop("output")
-            assert now["optim"].pop("forward_batch_size") is None  # the one field added since: its old behaviour
+            assert now["optim"].pop("forward_batch_size") is None  # the fields added since: their old behaviour
+            assert now["eval"].pop("same_stream") is False
             assert now == ran, run.name
             compared += 1
     if path.name == "cpu_study.yaml":

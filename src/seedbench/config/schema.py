@@ -245,6 +245,10 @@ class EvalConfig:
     split can be measured at the start and the end only."""
     max_new_tokens: TokenBudget | None = None
     """Per-step response budget at evaluation; None = ``rollout.max_new_tokens``."""
+    same_stream: bool = False
+    """Sample every evaluation of a split from one RNG stream (common random numbers across iterations):
+    weights that did not change score the same each time, so a learning curve and a before/after
+    difference measure the training, not the sampling. False = a fresh stream per evaluation."""
 
 
 @dataclass

@@ -475,6 +475,9 @@ def protocol_cards(runs: Sequence[Run]) -> list[dict[str, Any]]:
             for key in ("num_tasks", "max_steps", "temperature", "history_length", "data_checksum"):
                 if key in protocol or key != "history_length":
                     note(key.replace("_", " "), protocol.get(key))
+            if "eval_same_stream" in protocol:  # eval.same_stream; runs from before the option lack it
+                note("eval sampling", "one stream for every evaluation" if protocol["eval_same_stream"]
+                     else "a fresh stream each evaluation")
             model_info = run.summary.get("model") if isinstance(run.summary.get("model"), dict) else {}
             note("model checksum", model_info.get("checksum"))
             for split in all_splits(group):

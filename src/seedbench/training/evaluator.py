@@ -112,13 +112,15 @@ class Evaluator:
         """(record, trajectories) per split (all, or those in `splits`). Each split draws from its own RNG
         stream, seeded by (run seed, iteration, the split's place in the list) and isolated from the caller's,
         so inserting an evaluation does not change training (and a replay matches), and a split evaluated
-        alone (a resumed run finishing an interrupted evaluation) gives the record it gives among the others."""
+        alone (a resumed run finishing an interrupted evaluation) gives the record it gives among the others.
+        With ``eval.same_stream`` the iteration leaves the seed: every evaluation of a split samples alike."""
         iteration = counters.get("iteration", 0)
+        stream_iteration = 0 if self.config.eval.same_stream else iteration
         params, results = self.sampling(), []
         for index, (split, tasks) in enumerate(self.tasks.items()):
             if splits is not None and split not in splits:
                 continue
-            with rng_isolated(self.config.seed + 7919 * (iteration + 1) + 104729 * index):
+            with rng_isolated(self.config.seed + 7919 * (stream_iteration + 1) + 104729 * index):
                 if self.envs is None or len(self.envs) < len(tasks):
                     if self.envs is not None:
                         self.envs.close()
