@@ -13,9 +13,9 @@ from seedbench.training.rundir import read_jsonl
 COUNTERS = ("iteration", "trajectories", "env_steps", "generated_tokens")
 
 
-def _frozen_run(tmp_path, same_stream: bool):
+def _frozen_run(root, same_stream: bool):
     """A control: two updates at lr 0 with an evaluation before, between and after them, at T 1.0."""
-    out = tmp_path / f"same_stream_{same_stream}"
+    out = root / f"same_stream_{same_stream}"
     assert main(["run", "--env", "choice", "--agent", "grpo", "--model", "tiny", "--iterations", "2",
                  "--output", str(out), "--set", "rollout.max_new_tokens=3", "rollout.tasks_per_batch=2",
                  "rollout.group_size=2", "eval.num_tasks=6", "eval.temperature=1.0", "eval.every=1",
@@ -28,9 +28,16 @@ def _frozen_run(tmp_path, same_stream: bool):
     return outputs, records
 
 
+@pytest.fixture(scope="module")
+def frozen_runs(tmp_path_factory):
+    """Both controls, once for the module, side by side in one folder (the report reads them together)."""
+    root = tmp_path_factory.mktemp("frozen")
+    return root, {same_stream: _frozen_run(root, same_stream) for same_stream in (True, False)}
+
+
 @pytest.mark.parametrize("same_stream", [True, False])
-def test_a_frozen_policy_samples_the_same_answers_at_every_evaluation_only_with_one_stream(tmp_path, same_stream):
-    outputs, records = _frozen_run(tmp_path, same_stream)
+def test_a_frozen_policy_samples_the_same_answers_at_every_evaluation_only_with_one_stream(frozen_runs, same_stream):
+    outputs, records = frozen_runs[1][same_stream]
     assert sorted(outputs) == [0, 1, 2] and all(len(texts) == 6 for texts in outputs.values())
     if same_stream:
         assert outputs[0] == outputs[1] == outputs[2]  # the same sampled text, episode by episode
@@ -39,13 +46,13 @@ def test_a_frozen_policy_samples_the_same_answers_at_every_evaluation_only_with_
         assert outputs[0] != outputs[1] and outputs[1] != outputs[2]  # fresh samples from unchanged weights
 
 
-def test_the_protocol_card_says_which_sampling_the_evaluations_used(tmp_path, capsys):
+def test_the_protocol_card_says_which_sampling_the_evaluations_used(frozen_runs, tmp_path):
     """Runs evaluated both ways are flagged on the report's protocol card (a field with two values)."""
-    _frozen_run(tmp_path, True), _frozen_run(tmp_path, False)
-    protocols = {json.loads((tmp_path / f"same_stream_{s}" / "summary.json").read_text())["protocol"]["eval_same_stream"]
+    root = frozen_runs[0]
+    protocols = {json.loads((root / f"same_stream_{s}" / "summary.json").read_text())["protocol"]["eval_same_stream"]
                  for s in (True, False)}
     assert protocols == {True, False}
-    assert main(["report", str(tmp_path), "--out", str(tmp_path / "report"), "--no-plots"]) == 0
+    assert main(["report", str(root), "--out", str(tmp_path / "report"), "--no-plots"]) == 0
     card = (tmp_path / "report" / "report.md").read_text().split("## Protocol cards")[1]
     (line,) = [row for row in card.splitlines() if row.startswith("| eval sampling |")]
     assert "one stream for every evaluation" in line and "a fresh stream each evaluation" in line

@@ -514,4 +514,3 @@ def test_min_seeds_is_set_when_the_board_is_created_and_no_arm_below_it_is_submi
     result = lb.submit_experiment([exp], root=root, authors=["Ada"], min_seeds=2)
     assert len(result.folders) == 4
     assert yaml.safe_load((result.folders[0].parent / "board.yaml").read_text())["min_seeds"] == 2
-
