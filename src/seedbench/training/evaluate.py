@@ -29,7 +29,7 @@ from seedbench.training.rundir import RunDir
 from seedbench.envs.checks import probe_reset_seeding
 from seedbench.models.embedded import EMBEDDED_ALIASES
 from seedbench.registry import make_env, resolve_env
-from seedbench.training.checkpoint_files import load_torch_file
+from seedbench.training.run_state import load_run_state
 
 EVAL_FLAGS = {"env": "env", "episodes": "eval.num_tasks", "split": "eval.splits", "seed": "seed",
               "temperature": "eval.temperature", "max_new_tokens": "eval.max_new_tokens", "engine": "engine"}
@@ -132,7 +132,7 @@ def evaluate_agent(agent: str, env_name: str | None = None, *, episodes: int | N
 def _checkpoint_counters(checkpoint: Path) -> dict[str, int]:
     state = checkpoint / "state.pt"
     if state.exists():
-        return dict(load_torch_file(state, weights_only=False)["counters"])
+        return dict(load_run_state(state)["counters"])
     return {"iteration": int(checkpoint.name.split("_")[-1]) if checkpoint.name.startswith("it_") else 0}
 
 

@@ -4,6 +4,12 @@ that a run killed at any point resumes to exactly the records of an uninterrupte
 Each file is written atomically and ``COMPLETE`` (with the files' sizes) last (`RunDir.finish_checkpoint`),
 so a checkpoint is either whole or ignored; a damaged one is set aside and the one before it is loaded.
 Every rank calls both functions together: under ``fsdp`` the full tensors are gathered from the shards.
+
+Every file is tensors and plain data, read with ``weights_only=True`` (`load_torch_file`): ``state.pt``
+holds the counters and the RNG streams as lists and numbers (`seedbench.training.rng.plain_rng_state`), so
+resuming or evaluating a run directory from elsewhere never unpickles a class. A ``state.pt`` written before
+that keeps numpy's RNG key as an array; `load_run_state` reads it with exactly numpy's array, dtype and
+array-rebuild function allowed (data, not code), so those runs still resume.
 """
 
 from __future__ import annotations
@@ -17,7 +23,7 @@ import torch
 from seedbench.jsonio import RunFileError, RunFileWarning
 from seedbench.training.checkpoint_files import CheckpointFileError, load_torch_file, save_torch_atomic
 from seedbench.training.distributed import SingleProcess
-from seedbench.training.rng import rng_state, set_rng_state
+from seedbench.training.rng import plain_rng_state, rng_from_plain, rng_state, set_rng_state
 from seedbench.training.rundir import RunDir
 
 
@@ -30,7 +36,7 @@ def save_checkpoint(parallel: SingleProcess, run_dir: RunDir, model: torch.nn.Mo
                     optimizer: torch.optim.Optimizer, counters: dict[str, int], keep: int) -> Path | None:
     """Model, optimizer and state files, each written atomically; COMPLETE (with their sizes) last.
     Rank 0 writes (and returns the directory); the other ranks only take part in the gathers."""
-    rng_ranks = parallel.all_gather_object(rng_state())  # each rank's stream; rank 0 saves them all
+    rng_ranks = parallel.all_gather_object(plain_rng_state(rng_state()))  # each rank's stream; rank 0 saves them all
     model_state = parallel.model_state(model)
     optimizer_state = parallel.optimizer_state(optimizer)
     if not parallel.is_main:
@@ -59,7 +65,7 @@ def load_checkpoint(parallel: SingleProcess, run_dir: RunDir, path: Path, model:
                 raise CheckpointFileError(problem)
             model_state = load_torch_file(candidate / "model.pt", map_location=device)
             optimizer_state = load_torch_file(candidate / "optimizer.pt", map_location=device)
-            state = load_torch_file(candidate / "state.pt", weights_only=False)
+            state = load_run_state(candidate / "state.pt")
         except CheckpointFileError as err:
             warnings.warn(f"checkpoint {candidate.name} is not usable: {err}; trying the one before it",
                           RunFileWarning, stacklevel=3)
@@ -67,8 +73,29 @@ def load_checkpoint(parallel: SingleProcess, run_dir: RunDir, path: Path, model:
             continue
         parallel.load_model_state(model, model_state)  # fsdp: each rank keeps its shard of the full tensors
         parallel.load_optimizer_state(optimizer, optimizer_state)
-        set_rng_state(parallel.rng_state_of_rank(state))
+        set_rng_state(rng_from_plain(parallel.rng_state_of_rank(state)))
         return dict(state["counters"])
     raise RunFileError(f"{run_dir.path}: no complete checkpoint can be loaded ({path.name} and every "
                        "earlier one is damaged, see the warnings); restore the files or start the run again "
                        "without --resume")
+
+
+def load_run_state(path: Path) -> dict[str, Any]:
+    """A checkpoint's ``state.pt``: its counters and RNG streams, read as tensors and plain data (plus the
+    numpy RNG key array of files written before the streams were saved as lists)."""
+    state = load_torch_file(path, allow=_numpy_array_globals())
+    if not isinstance(state, dict) or not isinstance(state.get("counters"), dict):
+        raise CheckpointFileError(f"{path} is not a seedbench state file (no counters)")
+    return state
+
+
+def _numpy_array_globals() -> list[Any]:
+    """What unpickling a plain numpy array needs: the array and dtype classes and numpy's rebuild function
+    (also under numpy 1's module name, for files written with it, where torch can alias a name)."""
+    import numpy as np
+
+    rebuild = np._core.multiarray._reconstruct if hasattr(np, "_core") else np.core.multiarray._reconstruct
+    allowed: list[Any] = [rebuild, np.ndarray, np.dtype, type(np.dtype(np.uint32))]
+    if tuple(int(part) for part in torch.__version__.split(".")[:2]) >= (2, 6):
+        allowed.append((rebuild, "numpy.core.multiarray._reconstruct"))
+    return allowed
