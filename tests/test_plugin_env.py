@@ -249,6 +249,35 @@ def test_commands_on_a_broken_env_end_in_one_line(variants, argv, tmp_path, caps
     assert err.count("\n") == 1 and "Traceback" not in err
 
 
+WORKER_RAISING = ("from seedbench.registry import EnvEntry\n"
+                  "from tests.plugin_variants import RaisingParseGuess\n"
+                  "class WorkerRaisingGuess(RaisingParseGuess):\n"
+                  "    worker_processes = True  # stepped in an EnvPool worker, as ALFWorld is\n"
+                  "ENTRY = EnvEntry('raising-workers', 'seedbench/WorkerRaisingGuess-v0', "
+                  "'worker_raising_env:WorkerRaisingGuess')\n")
+
+
+def test_a_raising_parse_in_an_env_worker_stops_run_and_eval_in_one_line(install_plugin, tmp_path, capsys):
+    """An env stepped in worker processes: its broken contract reaches the command as the same one line,
+    not as dropped episodes and a success of 0 (both commands once exited 0 saying nothing)."""
+    install_plugin("worker-raising-env", {"raising-workers": "worker_raising_env:ENTRY"},
+                   {"worker_raising_env": WORKER_RAISING})
+    register_env(plugin_variants.entry("guess"))
+    small = ["--model", "tiny", "--iterations", "1", "--set", "rollout.group_size=2", "rollout.tasks_per_batch=1",
+             "eval.num_tasks=1", "rollout.max_new_tokens=4"]
+    assert main(["run", "--agent", "grpo", "--env", "guess", "--output", str(tmp_path / "guess"), *small]) == 0
+    capsys.readouterr()
+    line = ("seedbench: error: env 'raising-workers' (worker_raising_env:WorkerRaisingGuess) broke the env contract: "
+            "parse_action(")
+    assert main(["eval", str(tmp_path / "guess"), "--env", "raising-workers", "--episodes", "1"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(line) and err.count("\n") == 1, err
+    assert main(["run", "--agent", "grpo", "--env", "raising-workers", "--output", str(tmp_path / "raising"),
+                 *small]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(line) and err.count("\n") == 1, err
+
+
 # ----------------------------------------------------------------------------------------------------
 # Registration needs no private call; import stays light
 

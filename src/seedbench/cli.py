@@ -251,6 +251,11 @@ def main(argv: list[str] | None = None) -> int:
     from seedbench import threads
 
     threads.configure()  # OpenMP wait policy, before anything imports torch (seedbench.threads)
+    if not sys.warnoptions:  # a plugin's use of a deprecated default reaches whoever runs it (once per line)
+        import warnings
+
+        from seedbench.envs.action_parsing import PARSE_CHOICE_DEFAULT_WARNING
+        warnings.filterwarnings("default", message=PARSE_CHOICE_DEFAULT_WARNING, category=DeprecationWarning)
     from seedbench.config import ConfigError
     from seedbench.envs.contract import EnvContractError
     from seedbench.jsonio import DiskFullError, RunFileError

@@ -10,11 +10,16 @@ Two named rules (an env picks one with its ``projection`` kwarg; docs/method.md 
 
 Whitespace and case of the payload are normalised; text that does not parse is reported as invalid,
 never raised.
+
+`parse_choice` called without ``projection`` keeps the rule of seedbench 0.1 (``seedbench``: a bare
+``<action>X</action>`` is accepted) and warns (`DeprecationWarning`), so a plugin written from the 0.1 docs
+keeps scoring its answers; its default becomes ``reference`` in seedbench 0.3.0 (CHANGELOG.md).
 """
 
 from __future__ import annotations
 
 import re
+import warnings
 from typing import Literal
 
 __all__ = ["CJK", "PROJECTIONS", "Projection", "check_projection", "extract_tag", "parse_choice", "project_action"]
@@ -42,6 +47,11 @@ def project_action(text: str, projection: str = "reference") -> str | None:
     return extract_tag(text, "action", which="last")
 
 
+PARSE_CHOICE_DEFAULT_WARNING = r"parse_choice\(\) without projection="
+"""The start of the warning of `parse_choice` without ``projection``: the CLI shows it (`seedbench.cli`),
+since whoever runs a plugin env is rarely its author, and Python hides a DeprecationWarning by default."""
+
+
 def extract_tag(text: str, tag: str = "action", which: Literal["first", "last"] = "last") -> str | None:
     """The whitespace-normalised content of the first or last complete ``<tag>…</tag>`` in `text`, or None.
 
@@ -61,8 +71,18 @@ def extract_tag(text: str, tag: str = "action", which: Literal["first", "last"] 
     return " ".join(text[start + len(open_tag) : close].split())
 
 
-def parse_choice(text: str, choices: list[str] | tuple[str, ...], projection: str = "reference") -> tuple[str, bool]:
-    """Parse an action that must be one of `choices` (case-insensitive). Invalid → ``("", False)``."""
+def parse_choice(text: str, choices: list[str] | tuple[str, ...], projection: str | None = None) -> tuple[str, bool]:
+    """Parse an action that must be one of `choices` (case-insensitive). Invalid → ``("", False)``.
+
+    Without `projection` the 0.1 rule applies (``seedbench``) with a `DeprecationWarning` naming the
+    argument: a plugin that never passed it keeps accepting ``<action>X</action>`` for one release."""
+    if projection is None:
+        warnings.warn("parse_choice() without projection= uses the 'seedbench' rule of seedbench 0.1 (a bare "
+                      "<action>X</action> is accepted); its default becomes 'reference' (a <think>...</think> block "
+                      "required) in seedbench 0.3.0: pass projection='seedbench' to keep "
+                      "this rule or projection='reference' for the reference one (docs/adding_an_env.md)",
+                      DeprecationWarning, stacklevel=2)
+        projection = "seedbench"
     payload = project_action(text, projection)
     if payload is None:
         return "", False

@@ -224,7 +224,7 @@ class FrozenLakeEnv(TextEnv):
 
     @staticmethod
     def parse_action(text: str) -> tuple[str, bool]:
-        return parse_choice(text, ACTIONS)
+        return parse_choice(text, ACTIONS, "reference")
 
     # -- maps -----------------------------------------------------------------------------------------
 

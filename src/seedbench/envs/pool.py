@@ -12,7 +12,9 @@ Failure handling, so one stuck or crashed game never stops a training run:
   it is restarted at once, and every episode it hosted is *dropped*: `step_many` returns ``None`` for it
   (now, or at its next step) until the env is reset again. Drops are counted in `stats`, and each
   restart that drops episodes prints a one-line warning to stderr;
-- an exception inside one env's ``step`` drops only that episode (the worker lives on).
+- an exception inside one env's ``step`` drops only that episode (the worker lives on), except a broken
+  env contract (`EnvContractError`: a ``parse_action`` that raises, say), which is a bug of the env on every
+  episode: the pool raises it in the caller's process, the same one line an in-process env gives.
 
 `EnvPool` is thread-safe: calls from several threads that touch different workers run in parallel (an
 asynchronous rollout can step each episode from its own thread), calls that share a worker take turns;
@@ -35,6 +37,7 @@ from multiprocessing.connection import Connection, wait
 from typing import Any
 
 from seedbench.envs.batch import EnvBatch, ResetRequest, StepResult
+from seedbench.envs.contract import EnvContractError
 from seedbench.envs.processes import (DEFAULT_STARTUP_TIMEOUT_S, WorkerProcess, WorkerStartError, available_cpus,
                                       load_callable, serve_requests)
 from seedbench.registry import make_env
@@ -64,6 +67,8 @@ def _env_worker(conn: Connection, spec: tuple[str, dict], indices: list[int]) ->
                 else:
                     result = envs[index].step(payload)
                 conn.send(("ok", index, result))
+            except EnvContractError as err:
+                conn.send(("contract", index, str(err)))
             except Exception:  # noqa: BLE001 - an env error drops that episode, not the worker
                 conn.send(("error", index, traceback.format_exc()))
 
@@ -276,7 +281,7 @@ class EnvPool(EnvBatch):
                 position = pending[worker].pop(0)
                 if calls[position][0] != index:  # protocol invariant: answers come in order
                     raise RuntimeError(f"worker {worker} answered env {index}, expected {calls[position][0]}")
-                answers[position] = payload if kind == "ok" else _Failure(payload)
+                answers[position] = {"ok": payload, "contract": _Breach(payload)}.get(kind, _Failure(payload))
                 deadline[worker] = time.monotonic() + self.timeout_s
                 if not pending[worker]:
                     del pending[worker]
@@ -287,6 +292,9 @@ class EnvPool(EnvBatch):
                     self.stats.timeouts += 1
                 self._restart(worker, f"env {stuck} {op} exceeded {self.timeout_s:.0f} s")
                 del pending[worker]
+        breach = next((answer for answer in answers if isinstance(answer, _Breach)), None)
+        if breach is not None:  # raised once every answer is in, so the workers' replies stay in order
+            raise EnvContractError(breach.detail)
         return answers
 
 
@@ -300,4 +308,11 @@ _LOST = _LostType()  # the call's worker died or timed out
 
 @dataclass
 class _Failure:
+    detail: str
+
+
+@dataclass
+class _Breach:
+    """A broken env contract in a worker: its one-line message."""
+
     detail: str

@@ -160,7 +160,7 @@ class SokobanEnv(TextEnv):
     def parse_action(text: str) -> tuple[str, bool]:
         """The reference projection (`seedbench.envs.action_parsing`); an env made with
         ``projection="seedbench"`` replaces it on the instance."""
-        return parse_choice(text, ACTIONS)
+        return parse_choice(text, ACTIONS, "reference")
 
     def _observation(self) -> str:
         return f"{render_room(self.room_fixed, self.room_state)}\n{LEGEND}"
