@@ -214,6 +214,13 @@ class Agent(ABC):
         `seedbench.config.ConfigError` with a one-line message naming the field and the fix. Default: none."""
 
     @classmethod
+    def context_budgets(cls, run_config: RunConfig, config: AgentConfig) -> list[tuple[str, int]]:
+        """The agent's own generations besides the acting steps, as ``(the fields, prompt + response tokens)``:
+        the engine's context length covers them (`seedbench.config.context.required_context`) and the model's
+        positions must hold them (checked with the config). Default: none."""
+        return []
+
+    @classmethod
     def needs_reference(cls, config: AgentConfig) -> bool:
         """Whether updates use the frozen reference model: the trainer loads it (before the agent exists)
         and computes `MiniBatch.ref_logp` exactly when this is True. Default: ``config.kl_coef > 0``."""

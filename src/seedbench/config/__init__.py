@@ -39,21 +39,26 @@ from seedbench.config.errors import ConfigError
 from seedbench.config.fields import (YAML_BOOL_WORDS, FieldInfo, add_config_flags, apply_config_flags, check_dataclass,
                                      check_value, describe, field_docs, format_fields, get_dotted, parse_set_pairs, set_dotted,
                                      type_text, update_dataclass)
-from seedbench.config.resolve import (ANNOTATOR_CHECK, agent_class, agent_config, build_config, context_length,
+from seedbench.config.resolve import (ANNOTATOR_CHECK, agent_class, agent_config, build_config, check_output_dir,
+                                      context_length,
                                       env_class, episode_limits, from_dict, load_yaml, other_agents_algo_keys,
                                       resolve_step_cap, to_dict, validate_config)
-from seedbench.config.schema import (MAX_NEW_TOKENS, MAX_SEED, MIN_TEMPERATURE, AnalyzerSFTConfig, Count,
-                                     DistributedConfig, DType, Engine, EvalConfig, HFEngineConfig, ModelConfig,
-                                     NonNegative, NonNegativeInt, OptimConfig, Positive, Range, RolloutConfig,
-                                     RunConfig, Temperature, TokenBudget, UnitInterval, VLLMConfig, WarmStartConfig,
-                                     ZeroOrAtLeast)
+from seedbench.config.schema import (MAX_BUILD_TASKS, MAX_EPISODES_PER_BATCH, MAX_EVAL_TASKS, MAX_GROUP_SIZE,
+                                     MAX_NEW_TOKENS, MAX_SEED, MAX_TASKS_PER_BATCH, MIN_TEMPERATURE, AnalyzerSFTConfig,
+                                     BuildTasks, Count, DistributedConfig, DType, Engine, EvalConfig, EvalTasks,
+                                     GroupSize, HFEngineConfig, ModelConfig, NonNegative, NonNegativeInt, OptimConfig,
+                                     Positive, Range, RolloutConfig, RunConfig, TasksPerBatch, Temperature, TokenBudget,
+                                     UnitInterval, VLLMConfig, WarmStartConfig, ZeroOrAtLeast)
 
 __all__ = [
-    "ANNOTATOR_CHECK", "MAX_NEW_TOKENS", "MAX_SEED", "MIN_TEMPERATURE", "YAML_BOOL_WORDS", "AnalyzerSFTConfig",
-    "ConfigError", "Count", "DType", "DistributedConfig", "Engine", "EvalConfig", "FieldInfo", "HFEngineConfig",
+    "ANNOTATOR_CHECK", "MAX_BUILD_TASKS", "MAX_EPISODES_PER_BATCH", "MAX_EVAL_TASKS", "MAX_GROUP_SIZE", "MAX_NEW_TOKENS",
+    "MAX_SEED", "MAX_TASKS_PER_BATCH", "MIN_TEMPERATURE", "YAML_BOOL_WORDS", "AnalyzerSFTConfig", "BuildTasks",
+    "ConfigError", "Count", "DType", "DistributedConfig", "Engine", "EvalConfig", "EvalTasks", "FieldInfo",
+    "GroupSize", "HFEngineConfig", "TasksPerBatch",
     "ModelConfig", "NonNegative", "NonNegativeInt", "OptimConfig", "Positive", "Range", "RolloutConfig", "RunConfig",
     "Temperature", "TokenBudget", "UnitInterval", "VLLMConfig", "WarmStartConfig", "ZeroOrAtLeast", "add_config_flags",
-    "agent_class", "agent_config", "apply_config_flags", "build_config", "check_dataclass", "check_value",
+    "agent_class", "agent_config", "apply_config_flags", "build_config", "check_dataclass", "check_output_dir",
+    "check_value",
     "context_length", "describe", "env_class", "episode_limits", "field_docs", "format_fields", "from_dict",
     "get_dotted", "load_yaml", "parse_set_pairs", "other_agents_algo_keys", "resolve_step_cap", "set_dotted", "to_dict", "type_text",
     "update_dataclass", "validate_config",

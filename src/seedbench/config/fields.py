@@ -18,6 +18,7 @@ import yaml
 
 from seedbench.config.errors import ConfigError
 from seedbench.config.schema import Range, ZeroOrAtLeast
+from seedbench.yamlio import YAMLFileError, parse_yaml
 
 
 def _type_hints(cls: type) -> dict[str, Any]:
@@ -37,7 +38,8 @@ def check_value(value: Any, hint: Any, where: str) -> Any:
         value = check_value(value, base, where)
         for extra in extras:
             if isinstance(extra, (Range, ZeroOrAtLeast)) and value is not None and not extra.contains(value):
-                raise ConfigError(f"{where}: {value!r} is out of range; must be {extra}")
+                reason = f" ({extra.reason})" if getattr(extra, "reason", "") else ""
+                raise ConfigError(f"{where}: {value!r} is out of range; must be {extra}{reason}")
         return value
     if origin is Union or type(hint) is type(int | None):
         options = get_args(hint)
@@ -124,7 +126,11 @@ def parse_set_pairs(pairs: list[str]) -> dict[str, Any]:
         if "=" not in pair:
             raise ConfigError(f"--set expects key=value, got {pair!r}")
         key, raw = pair.split("=", 1)
-        set_dotted(values, key.strip(), yaml.safe_load(raw))
+        try:
+            value = parse_yaml(raw, f"--set {key.strip()}")
+        except YAMLFileError as err:
+            raise ConfigError(str(err)) from None
+        set_dotted(values, key.strip(), value)
     return values
 
 

@@ -17,12 +17,12 @@ from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
-import yaml
-
+from seedbench.config.context import check_context
 from seedbench.config.errors import ConfigError
 from seedbench.config.fields import check_dataclass, check_value, update_dataclass
-from seedbench.config.schema import Count, RunConfig
+from seedbench.config.schema import MAX_EPISODES_PER_BATCH, Count, RunConfig
 from seedbench.registry import agent_entries, canonical_agent, load_object, resolve_agent, resolve_env
+from seedbench.yamlio import YAMLFileError, read_yaml
 
 
 def load_yaml(path: str | Path) -> dict[str, Any]:
@@ -30,9 +30,9 @@ def load_yaml(path: str | Path) -> dict[str, Any]:
     if not path.is_file():
         raise ConfigError(f"config file not found: {path}")
     try:
-        data = yaml.safe_load(path.read_text()) or {}
-    except yaml.YAMLError as err:
-        raise ConfigError(f"{path}: not valid YAML ({err})") from err
+        data = read_yaml(path) or {}
+    except YAMLFileError as err:
+        raise ConfigError(str(err)) from None
     if not isinstance(data, dict):
         raise ConfigError(f"{path}: expected a mapping at the top level")
     return data
@@ -79,17 +79,19 @@ def validate_config(config: RunConfig, *, check_host: bool = True) -> RunConfig:
     algo = agent_config(config)
     _check_response_budgets(config)
     _check_final_weights_kept(config)
+    check_context(config, _agent_class_of(config), algo)
     _agent_class_of(config).check_config(config, algo)
     _check_rollout_is(config)
     _check_bf16_compute(config)
     _check_forward_batch_size(config)
+    _check_episodes_per_batch(config)
     if config.analyzer_sft.annotator:
         load_object(ANNOTATOR_CHECK)(config.analyzer_sft.annotator)
     from seedbench.tracking import check_track
 
     config.track = check_track(config.track, installed=check_host)
     if config.output:
-        _check_output(config.output)
+        check_output_dir(config.output)
     if check_host:
         _check_model_path(config.model.name)
         if config.engine == "vllm":
@@ -224,14 +226,15 @@ def resolve_step_cap(env_name: str, env_cls: type | None, max_steps: int | None,
     return max_steps, env_kwargs
 
 
-def _check_output(output: str) -> None:
-    """The run directory must be a directory or creatable as one: not an existing file, not under one."""
+def check_output_dir(output: str | Path, name: str = "output") -> None:
+    """An output directory (a run's, a fine-tune's) must be a directory or creatable as one: not an existing
+    file, not under one. `name` is the field or flag the message names."""
     path = Path(output).expanduser()
     for place in (path, *path.parents):
         if place.exists():
             if not place.is_dir():
                 where = "is a file" if place == path else f"lies under the file {place}"
-                raise ConfigError(f"output: {output} {where}, not a directory; choose another --output")
+                raise ConfigError(f"{name}: {output} {where}, not a directory; choose another --output")
             return
 
 
@@ -315,6 +318,15 @@ def _check_forward_batch_size(config: RunConfig) -> None:
     if optim.forward_batch_size and optim.forward_batch_size % optim.micro_batch_size:
         raise ConfigError(f"optim.forward_batch_size={optim.forward_batch_size} is not a multiple of "
                           f"optim.micro_batch_size={optim.micro_batch_size}; use a multiple of it, or leave it empty")
+
+
+def _check_episodes_per_batch(config: RunConfig) -> None:
+    """The trainer builds one env per episode of an update before its first step, so the product of the two
+    sizes, each within its own bound, is bounded too."""
+    episodes = config.rollout.tasks_per_batch * config.rollout.group_size
+    if episodes > MAX_EPISODES_PER_BATCH:
+        raise ConfigError(f"rollout.tasks_per_batch × rollout.group_size = {episodes} episodes per update; at most "
+                          f"{MAX_EPISODES_PER_BATCH} (one env per episode is built and held in memory at once)")
 
 
 def _check_final_weights_kept(config: RunConfig) -> None:

@@ -22,6 +22,8 @@ class Range:
     high: float | None = None
     low_open: bool = False
     high_open: bool = False
+    reason: str = ""
+    """Why the bound is where it is, appended to the error of a value outside it."""
 
     def contains(self, value: float) -> bool:
         if self.low is not None and (value <= self.low if self.low_open else value < self.low):
@@ -78,6 +80,26 @@ budget is also checked against the model's own context length where the config t
 (`context_length`); this cap stops a typo (``1000000000000``) that would otherwise pass and then fail to
 allocate the generation cache after the run directory exists."""
 TokenBudget = Annotated[int, Range(1, MAX_NEW_TOKENS)]
+MAX_TASKS_PER_BATCH = 1024
+"""The most distinct tasks per update: twice the largest batch of the reference recipes (Search-R1's 512
+prompts; SEED and GiGPO use 16). Every episode of an update holds an env at once."""
+MAX_GROUP_SIZE = 256
+"""The most rollouts per task (the papers use 5 to 16; GRPO's original recipe 64)."""
+MAX_EPISODES_PER_BATCH = 16_384
+"""The most episodes of one rollout (``tasks_per_batch × group_size``): the trainer builds one env per
+episode before the first step, so the product bounds the envs, prompts and trajectories held at once."""
+MAX_EVAL_TASKS = 20_000
+"""The most held-out tasks per evaluation: above the largest test sets the envs draw from (Search-R1's QA
+test sets hold up to 14,267 questions; ALFWorld evaluates 134 games, WebShop 500). An evaluation builds one
+env per task at once."""
+MAX_BUILD_TASKS = 20_000
+"""The most tasks of a starting-model build (``warm_start.demos``, ``analyzer_sft.tasks``; SEED's stage 1
+uses 180): each one's episodes and SFT examples are held in memory until the fine-tune."""
+_PER_TASK = "held in memory at once"
+TasksPerBatch = Annotated[int, Range(1, MAX_TASKS_PER_BATCH, reason=f"each update's episodes are {_PER_TASK}")]
+GroupSize = Annotated[int, Range(1, MAX_GROUP_SIZE, reason=f"each update's episodes are {_PER_TASK}")]
+EvalTasks = Annotated[int, Range(1, MAX_EVAL_TASKS, reason=f"one env per task is built and {_PER_TASK}")]
+BuildTasks = Annotated[int, Range(1, MAX_BUILD_TASKS, reason=f"the build's episodes are {_PER_TASK}")]
 MAX_SEED = 2**32 - 1
 """Seeds are 32-bit: NumPy's seeding takes non-negative integers and keeps 32 bits of the global stream,
 torch takes at most 64; derived seeds (``seed + 7919 · (iteration + 1)``) stay within both."""
@@ -124,11 +146,18 @@ class ModelConfig:
 
 @dataclass
 class RolloutConfig:
-    tasks_per_batch: Count = 2
-    """B: distinct tasks per update (paper: 16)."""
-    group_size: Count = 2
+    tasks_per_batch: TasksPerBatch = 2
+    """B: distinct tasks per update (paper: 16; at most 1,024, and B × N at most 16,384: every episode of an
+    update holds an env at once)."""
+    group_size: GroupSize = 2
     """N: rollouts per task, all from the same initial state (paper: 8; 2 is the smallest group with a
-    GRPO signal, the CPU default)."""
+    GRPO signal, the CPU default; at most 256)."""
+    max_prompt_tokens: TokenBudget | None = None
+    """Per-step prompt budget in tokens (reference: 2048 on ALFWorld, verl's ``data.max_prompt_length``); empty =
+    none. A step whose prompt is longer shows fewer past steps (the oldest dropped first) until it fits; one that
+    does not fit with no history stops the run with an error naming this field (the reference's
+    ``truncation: error``). With it set, the engine's context length is derived from the run's budgets
+    (`seedbench.config.context`): this plus the response budget, and an agent's own (SEED's analysis)."""
     max_new_tokens: TokenBudget = 24
     """Per-step response budget (paper: 512; at most 131072, and below the model's context length). Small on purpose: on a CPU a decode step of the
     135M model costs the same whatever the batch (memory-bound), so this sets most of the rollout time
@@ -232,9 +261,9 @@ class OptimConfig:
 class EvalConfig:
     every: NonNegativeInt = 0
     """Evaluate every k iterations (0 = only before training and at the end)."""
-    num_tasks: Count = 4
-    """Held-out tasks per evaluation (CPU default; ALFWorld protocol card: 128). The list is fixed and
-    recorded."""
+    num_tasks: EvalTasks = 4
+    """Held-out tasks per evaluation (CPU default; ALFWorld protocol card: 128; at most 20,000, as an
+    evaluation builds one env per task at once). The list is fixed and recorded."""
     temperature: Temperature = 0.4
     """Evaluation sampling temperature (SEED paper: 0.4; 0 = greedy; else at least 0.01)."""
     splits: list[str] = field(default_factory=list)
@@ -258,8 +287,9 @@ class WarmStartConfig:
     the instruct models the papers start from: the embedded 135M base model almost never answers in the
     action format, so without it a multi-turn run has no reward to learn from."""
 
-    demos: NonNegativeInt = 0
-    """Expert episodes of the training split to clone; 0 = no warm start (the run starts from ``model.name``)."""
+    demos: Annotated[int, Range(0, MAX_BUILD_TASKS, reason=f"the build's episodes are {_PER_TASK}")] = 0
+    """Expert episodes of the training split to clone; 0 = no warm start (the run starts from ``model.name``);
+    at most 20,000."""
     epochs: Positive = 1.0
     """Passes over the demonstrations. Few on purpose: the aim is a policy that acts in format and sometimes
     succeeds, leaving RL something to learn."""
@@ -283,10 +313,10 @@ class AnalyzerSFTConfig:
     annotator: str = ""
     """Who writes the reference analyses: ``hindsight`` (rule-based, from each trajectory alone), ``oracle``
     (leaks the answer), ``hf:<local model>`` or ``openai:<model>``; empty = no stage 1."""
-    tasks: Count = 8
-    """Training tasks rolled out for annotation (paper: 180)."""
-    group_size: Count = 4
-    """Rollouts per task (paper: 8)."""
+    tasks: BuildTasks = 8
+    """Training tasks rolled out for annotation (paper: 180; at most 20,000)."""
+    group_size: GroupSize = 4
+    """Rollouts per task (paper: 8; at most 256)."""
     temperature: NonNegative = 0.4
     """Rollout temperature (paper: 0.4)."""
     epochs: Positive = 1.0

@@ -60,7 +60,20 @@ def make_engine(name: str, policy: Any, config: Any) -> GenerationEngine:
         return HFEngine(policy.model, policy.tokenizer, policy.device, batch_size=batch_size, dtype=policy.compute_dtype,
                         **hf_options(config))
     return VLLMEngine(policy.model, policy.tokenizer, device=policy.device, dtype=policy.compute_dtype,
-                      seed=int(getattr(config, "seed", 0)), **vllm_options(config))
+                      seed=int(getattr(config, "seed", 0)), required_context=run_context(config), **vllm_options(config))
+
+
+def run_context(config: Any) -> int | None:
+    """The run's longest prompt + response (`seedbench.config.context.required_context`, with the agent's own
+    generations), the vLLM engine's context length unless ``vllm.max_model_len`` sets it; None for a config
+    that is not a `RunConfig` (tests' bare namespaces) or whose acting prompt has no budget."""
+    from seedbench.config import RunConfig, agent_class, agent_config
+    from seedbench.config.context import required_context
+    from seedbench.registry import resolve_agent
+
+    if not isinstance(config, RunConfig) or config.rollout.max_prompt_tokens is None:
+        return None
+    return required_context(config, agent_class(resolve_agent(config.agent).factory, config.agent), agent_config(config))
 
 
 def _section_values(config: Any, name: str) -> dict[str, Any]:

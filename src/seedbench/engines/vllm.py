@@ -46,6 +46,7 @@ import tempfile
 from typing import Any
 
 from seedbench.engines.base import Generation, SamplingParams, eos_ids, response_length
+from seedbench.engines.vllm_args import ProcessLayout, engine_max_model_len, llm_kwargs
 from seedbench.models.weights import base_model, merged_weights
 from seedbench.models.vision import is_vision_model, placeholder_ids, prompt_images, renderer_of, resized_frames
 from seedbench.prompt import Prompt, PromptLike
@@ -86,7 +87,8 @@ class VLLMEngine:
         device: Any = None,
         dtype: Any = None,
         seed: int = 0,
-        max_model_len: int | None = 4096,
+        max_model_len: int | None = None,
+        required_context: int | None = None,
         enforce_eager: bool | None = None,
         enable_prefix_caching: bool = True,
         gpu_memory_utilization: float = 0.3,
@@ -100,8 +102,11 @@ class VLLMEngine:
         `dtype`: a torch dtype or name (default: the model's). `enforce_eager`: None = eager on CPU
         (start-up 14–21 s instead of 72–81 s for compiling) and CUDA graphs on GPU.
         `gpu_memory_utilization` is the share of GPU memory vLLM may take (the trainer needs the rest);
-        on CPU the KV cache is `cpu_kv_cache_gib` instead. `max_model_len` caps prompt + response
-        length (None = the model's own limit, which sizes the KV cache for the longest sequence).
+        on CPU the KV cache is `cpu_kv_cache_gib` instead. `max_model_len` (``vllm.max_model_len``) caps
+        prompt + response length; None = `required_context`, the run's own longest prompt + response
+        (`seedbench.config.required_context`), else the model's own limit. Placement, seed and arguments:
+        `seedbench.engines.vllm_args` (one process, torchrun ranks with ``external_launcher``, tensor
+        parallelism).
         `tensor_parallel_size` > 1 splits the model over that many GPUs (worker processes; weight syncs
         then go through the checkpoint directory, see `sync_weights`)."""
         import torch
@@ -114,31 +119,27 @@ class VLLMEngine:
         self.tokenizer = tokenizer
         self.seed = seed
         self._vllm = vllm
-        on_cpu = (torch.device(device).type if device is not None else "cpu") == "cpu" or not torch.cuda.is_available()
+        device = torch.device(device) if device is not None else torch.device("cpu")
+        on_cpu = device.type == "cpu" or not torch.cuda.is_available()
         base = base_model(model)
         dtype = dtype if dtype is not None else next(base.parameters()).dtype
         dtype_name = str(dtype).replace("torch.", "") if not isinstance(dtype, str) else dtype
+        layout = ProcessLayout.from_environment()
+        limit = getattr(base.config, "max_position_embeddings", None)
+        max_model_len = engine_max_model_len(max_model_len, required_context, int(limit) if limit else None)
+        self.tensor_parallel_size = tensor_parallel_size or 1
+        kwargs = llm_kwargs(checkpoint_dir="", dtype=dtype_name, seed=seed, on_cpu=on_cpu, layout=layout,
+                            device_index=None if on_cpu else device.index,
+                            tensor_parallel_size=self.tensor_parallel_size, max_model_len=max_model_len,
+                            max_num_seqs=max_num_seqs, enable_prefix_caching=enable_prefix_caching,
+                            enforce_eager=enforce_eager, gpu_memory_utilization=gpu_memory_utilization,
+                            cpu_kv_cache_gib=cpu_kv_cache_gib)  # checked before the checkpoint is written
         self._owns_dir = checkpoint_dir is None
         self.checkpoint_dir = checkpoint_dir or tempfile.mkdtemp(prefix="seedbench-vllm-")
+        kwargs["model"] = kwargs["tokenizer"] = self.checkpoint_dir
         save_for_vllm(model, tokenizer, self.checkpoint_dir)
-        vision_kwargs = self._setup_vision(model, tokenizer)
-        limit = getattr(base.config, "max_position_embeddings", None)
-        if max_model_len is not None and limit is not None:
-            max_model_len = min(max_model_len, int(limit))
-        kwargs: dict[str, Any] = dict(
-            model=self.checkpoint_dir, tokenizer=self.checkpoint_dir, dtype=dtype_name, seed=seed,
-            enable_prefix_caching=enable_prefix_caching, max_model_len=max_model_len, max_num_seqs=max_num_seqs,
-            enforce_eager=on_cpu if enforce_eager is None else enforce_eager,
-            logprobs_mode="processed_logprobs", max_logprobs=0,
-        )
-        kwargs.update(vision_kwargs)
-        if on_cpu:
-            kwargs["kv_cache_memory_bytes"] = int(cpu_kv_cache_gib * (1 << 30))
-        else:
-            kwargs["gpu_memory_utilization"] = gpu_memory_utilization
-        self.tensor_parallel_size = tensor_parallel_size or 1
-        if self.tensor_parallel_size > 1:
-            kwargs["tensor_parallel_size"] = self.tensor_parallel_size
+        kwargs.update(self._setup_vision(model, tokenizer))
+        self.max_model_len = max_model_len
         self.llm = vllm.LLM(**kwargs)
         self.engine = self.llm.llm_engine
         self.eos_ids = eos_ids(base, tokenizer)

@@ -33,6 +33,7 @@ from seedbench.envs.contract import RESET_INFO_KEYS, STEP_INFO_KEYS, EnvContract
 from seedbench.frames import frame_id, frame_problem, is_blank
 from seedbench.envs.text_env import TextEnv
 from seedbench.registry import ENVS, make_env, resolve_env
+from seedbench.yamlio import YAMLFileError, parse_yaml
 
 if TYPE_CHECKING:
     from seedbench.envs.text_env import TextEnv
@@ -140,9 +141,13 @@ def _first_difference(a: str, b: str) -> str:
 
 def probe_reset_seeding(env: Any, name: str, seed: int = 0) -> None:
     """The cheap start-up form of the determinism check, for `seedbench run` and `seedbench eval`: reset
-    `env` to `seed`, to another seed, and to `seed` again (first split), and require the same observation
-    and info twice. An env whose reset ignores its seed would otherwise give a group's members different
-    tasks and change the eval tasks under the same task hash, silently; only `seedbench check-env` saw it.
+    `env` to `seed`, to another seed, to `seed` and to the other seed again (first split), and require each
+    seed's two resets to agree: the observation, the info, and the state of the env's ``np_random``. An
+    env whose reset ignores its seed would otherwise give a group's members different tasks and change the
+    eval tasks under the same task hash, silently. Comparing ``np_random`` fails an env that never passes
+    its seed to ``super().reset`` even when two of its draws happen to land on one task; one drawing from
+    Python's or NumPy's global stream passes only if both pairs of draws coincide (under 1 in 3000 with 60
+    tasks, where one pair alone coincides 1 time in 60). `seedbench check-env` runs the full check.
     The global `random` and NumPy streams are restored afterwards, so a run draws exactly what it would
     have drawn without the probe. Raises `EnvContractError` (one line: the env, the call, the fix)."""
     import numpy as np
@@ -150,23 +155,28 @@ def probe_reset_seeding(env: Any, name: str, seed: int = 0) -> None:
     split = env.splits[0]
     saved = random.getstate(), np.random.get_state()
     try:
-        first = _reset_fingerprint(env, split, seed)
-        env.reset(seed=seed + 1, options={"split": split})
-        again = _reset_fingerprint(env, split, seed)
+        seen = [(probe_seed, _reset_fingerprint(env, split, probe_seed)) for probe_seed in (seed, seed + 1) * 2]
     finally:
         random.setstate(saved[0])
         np.random.set_state(saved[1])
-    if first != again:
-        raise EnvContractError(
-            f"env {name!r}: reset(seed={seed}, options={{'split': {split!r}}}) gave a different first observation "
-            f"the second time ({_first_difference(first, again)}); envs must honour reset(seed=...): pick the task "
-            f"from (split, seed) and draw randomness only from self.np_random after super().reset(seed=seed) "
-            f"(`seedbench check-env {name}`; probe_env_seeding=false skips this probe)")
+    for (probe_seed, first), (_, again) in zip(seen[:2], seen[2:]):
+        if first != again:
+            raise EnvContractError(
+                f"env {name!r}: reset(seed={probe_seed}, options={{'split': {split!r}}}) gave a different first "
+                f"observation, info or np_random state the second time ({_first_difference(first, again)}); envs "
+                "must honour "
+                f"reset(seed=...): pick the task from (split, seed) and draw randomness only from self.np_random "
+                f"after super().reset(seed=seed) (`seedbench check-env {name}`; probe_env_seeding=false skips "
+                "this probe)")
 
 
 def _reset_fingerprint(env: Any, split: str, seed: int) -> str:
+    """What a reset to (split, seed) shows: observation, info (frame by its id), then the env's
+    ``np_random`` state, last so that a difference there is reported only when all else agrees."""
     obs, info = env.reset(seed=seed, options={"split": split})
-    return repr((obs, _digest_image(info)))
+    generator = getattr(getattr(env, "unwrapped", env), "_np_random", None)
+    state = generator.bit_generator.state if generator is not None else None
+    return repr((obs, _digest_image(info), state))
 
 
 # ----------------------------------------------------------------------------------------------------
@@ -429,8 +439,6 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    import yaml
-
     args = build_parser().parse_args(argv)
     kwargs = {}
     for pair in args.kwarg:
@@ -438,7 +446,11 @@ def main(argv: list[str] | None = None) -> int:
         if not sep:
             print(f"seedbench: error: --kwarg expects KEY=VALUE, got {pair!r}", file=sys.stderr)
             return 2
-        kwargs[key] = yaml.safe_load(raw)
+        try:
+            kwargs[key] = parse_yaml(raw, f"--kwarg {key}")
+        except YAMLFileError as err:
+            print(f"seedbench: error: {err}", file=sys.stderr)
+            return 2
     entry = resolve_env(args.name)
     print(f"check-env {entry.alias} ({entry.env_id}, {entry.entry_point}; {ENVS.origin(entry.alias)})")
     results = run_checks(entry.alias, seeds=args.seeds, expert_tasks=args.expert_tasks, env_kwargs=kwargs)

@@ -80,13 +80,25 @@ class Policy:
             yield self.ref_model
 
 
+def device_name(name: str, *, cuda_available: bool, local_rank: int = 0) -> str:
+    """``model.device`` as this process's device: ``auto`` is the GPU of this rank (``cuda:LOCAL_RANK``) when
+    CUDA is present, else ``cpu``; a bare ``cuda`` is that GPU too. A bare ``torch.device("cuda")`` would
+    follow whatever device is current, which vLLM's in-process engine sets to its own."""
+    if name == "auto":
+        return f"cuda:{local_rank}" if cuda_available else "cpu"
+    if name == "cuda":
+        return f"cuda:{local_rank}"
+    return name
+
+
 def resolve_device(name: str):
+    import os
+
     import torch
 
-    if name == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
     try:
-        device = torch.device(name)
+        device = torch.device(device_name(name, cuda_available=torch.cuda.is_available(),
+                                          local_rank=int(os.environ.get("LOCAL_RANK", 0))))
     except RuntimeError as err:
         raise ConfigError(f"model.device: unknown device {name!r}; use auto, cpu or cuda[:N]") from err
     if device.type == "cuda" and not torch.cuda.is_available():

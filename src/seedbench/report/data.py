@@ -13,17 +13,20 @@ in ``metrics.jsonl`` (``rollout/success``, ``seed/gate_mean``, ...) and evaluati
 - ``eval/<split>/success/<task_type>`` and ``eval/<split>/count/<task_type>``.
 
 A *runs table* has one row per run with its identity and provenance (summary.json, config.yaml).
-Readers are lenient the way the run-directory contract asks: a torn last JSONL line is skipped, and a
-run without summary.json (killed before writing one) is listed as incomplete.
+Readers are lenient the way the run-directory contract asks: a torn last JSONL line is skipped, a
+run without summary.json (killed before writing one) is listed as incomplete, and a run whose config.yaml
+cannot be read is left out with a warning naming it.
 """
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
 
-from seedbench.jsonio import read_json, read_jsonl
+from seedbench.jsonio import RunFileWarning, read_json, read_jsonl
+from seedbench.yamlio import YAMLFileError, read_yaml
 
 BUDGET_COLUMNS = ("iteration", "trajectories", "env_steps", "generated_tokens")
 RESULT_COLUMNS = ("run", "env", "agent", "arm", "model", "seed", *BUDGET_COLUMNS, "metric", "value")
@@ -121,14 +124,10 @@ def _dedupe_last(records: list[dict[str, Any]], key) -> list[dict[str, Any]]:
 
 
 def _load_yaml(path: Path) -> dict[str, Any]:
+    """config.yaml as a mapping ({} when missing or not a mapping); a `YAMLFileError` when it cannot be read."""
     if not path.is_file():
         return {}
-    import yaml
-
-    try:
-        data = yaml.safe_load(path.read_text())
-    except yaml.YAMLError:
-        return {}
+    data = read_yaml(path)
     return data if isinstance(data, dict) else {}
 
 
@@ -174,7 +173,10 @@ def read_runs(paths: str | Path | list[str | Path]) -> list[Run]:
         for run_dir in find_run_dirs(root):
             rel = run_dir.relative_to(root).as_posix()
             run_id = run_dir.name if rel == "." else rel
-            runs.append(read_run(run_dir, run_id))
+            try:
+                runs.append(read_run(run_dir, run_id))
+            except YAMLFileError as err:  # one damaged run must not hide the others
+                warnings.warn(f"run {run_id} left out: {err}", RunFileWarning, stacklevel=2)
     ids = [r.run for r in runs]
     if len(set(ids)) != len(ids):  # the same relative name under two roots: fall back to full paths
         for r in runs:

@@ -55,6 +55,7 @@ def run_episodes(
     episode_prefix: str = "",
     progress: Any = None,
     transform_prompt: Callable[[Trajectory, str], str] | None = None,
+    max_prompt_tokens: int | None = None,
     env_threads: int | None = None,
 ) -> tuple[list[Trajectory], RolloutStats]:
     """Play `group_size` episodes of each task, each episode at its own pace (see the module docstring).
@@ -65,7 +66,7 @@ def run_episodes(
     episodes; 0 = step in this thread)."""
     if env_threads is None:
         env_threads = min(envs.concurrency, len(tasks) * group_size)
-    rules = EpisodeRules(env_spec, tokenizer, history_length, max_steps, transform_prompt)
+    rules = EpisodeRules(env_spec, tokenizer, history_length, max_steps, transform_prompt, max_prompt_tokens)
     runner = _Runner(envs, rules, engine, params, progress, env_threads)
     try:
         return runner.run(tasks, group_size, episode_prefix)

@@ -29,6 +29,10 @@ text instead: its end, where the model tried to answer, so it can see what did n
 many characters so one rambling answer cannot crowd the later prompts."""
 
 
+class PromptTooLong(RuntimeError):
+    """A step's prompt is over ``rollout.max_prompt_tokens`` even without any past steps shown."""
+
+
 @dataclass(frozen=True)
 class EpisodeRules:
     """What every episode of one rollout shares: how its prompts are built and when it ends.
@@ -41,6 +45,8 @@ class EpisodeRules:
     history_length: int
     max_steps: int
     transform_prompt: Callable[[Trajectory, str], str] | None = None
+    max_prompt_tokens: int | None = None
+    """``rollout.max_prompt_tokens``: a longer prompt shows fewer past steps; None = no budget."""
 
 
 @dataclass
@@ -67,25 +73,41 @@ class Episode:
         return self.trajectory.done
 
     def prompt(self) -> list[int]:
-        """Build the pending step's user message and token ids (kept until `record`)."""
+        """Build the pending step's user message and token ids (kept until `record`). Over the rules'
+        `max_prompt_tokens`, the oldest shown steps are dropped until it fits (`PromptTooLong` if it cannot)."""
         rules = self.rules
-        self.content = build_user_content(
+        shown = rules.history_length
+        while True:
+            self.content, self.prompt_ids = self._render(shown)
+            budget = rules.max_prompt_tokens
+            if budget is None or len(self.prompt_ids) <= budget:
+                return self.prompt_ids
+            shown = min(shown, len(self.history)) - 1
+            if shown < 0:
+                raise PromptTooLong(f"step {self.step} of episode {self.trajectory.episode_id}: the prompt has "
+                                    f"{len(self.prompt_ids)} tokens without any history, over rollout.max_prompt_tokens="
+                                    f"{budget}; raise rollout.max_prompt_tokens")
+
+    def _render(self, history_length: int) -> tuple[str, PromptLike]:
+        """The user message and token ids of the pending step showing `history_length` past steps."""
+        rules = self.rules
+        content = build_user_content(
             task=self.trajectory.task_text, observation=self.observation, step=self.step, history=self.history,
-            history_length=rules.history_length, admissible_actions=self.info.get("admissible_actions"),
+            history_length=history_length, admissible_actions=self.info.get("admissible_actions"),
             instruction=rules.env_spec.instruction,
             format_instruction=getattr(rules.env_spec, "format_instruction", None),
         )
         if rules.transform_prompt is not None:
-            self.content = rules.transform_prompt(self.trajectory, self.content)
-        self.prompt_ids = render_prompt(rules.tokenizer, self.content, self.shown_frames())
-        return self.prompt_ids
+            content = rules.transform_prompt(self.trajectory, content)
+        return content, render_prompt(rules.tokenizer, content, self.shown_frames(history_length))
 
-    def shown_frames(self) -> list:
-        """Frames of the shown history steps, then the current one (a vision policy keeps the newest
-        ``model.max_images``); empty for text envs."""
+    def shown_frames(self, history_length: int | None = None) -> list:
+        """Frames of the shown history steps (`history_length`, default the rules'), then the current one (a
+        vision policy keeps the newest ``model.max_images``); empty for text envs."""
         if self.info.get("image") is None:
             return []
-        shown = self.frames[-self.rules.history_length:] if self.rules.history_length > 0 else []
+        history_length = self.rules.history_length if history_length is None else history_length
+        shown = self.frames[-history_length:] if history_length > 0 else []
         return [frame for frame in shown if frame is not None] + [self.info["image"]]
 
     def record(self, generation: Generation, result: StepResult | None) -> bool:

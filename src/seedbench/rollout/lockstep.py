@@ -32,15 +32,17 @@ def run_episodes(
     episode_prefix: str = "",
     progress: Any = None,
     transform_prompt: Callable[[Trajectory, str], str] | None = None,
+    max_prompt_tokens: int | None = None,
 ) -> tuple[list[Trajectory], RolloutStats]:
     """Play `group_size` episodes of each task, lock-step over env steps but done-aware.
 
     `envs` must hold at least ``len(tasks) * group_size`` slots; `env_spec` is any instance of the
     env class (for its `instruction` and `parse_action`). `transform_prompt(trajectory, user_content)` lets
     an agent change the acting prompt (e.g. put a skill in it); the transformed text is what gets recorded
-    and trained on."""
+    and trained on. `max_prompt_tokens` (``rollout.max_prompt_tokens``): a longer prompt shows fewer past
+    steps (`seedbench.rollout.episode.Episode.prompt`)."""
     stats = RolloutStats()
-    rules = EpisodeRules(env_spec, tokenizer, history_length, max_steps, transform_prompt)
+    rules = EpisodeRules(env_spec, tokenizer, history_length, max_steps, transform_prompt, max_prompt_tokens)
     t0 = time.perf_counter()
     episodes = start_episodes(envs, tasks, group_size, rules, episode_prefix)
     stats.env_time_s += time.perf_counter() - t0

@@ -10,6 +10,7 @@ directory (written by rank 0 only) and its config.yaml, and the checkpoint a res
 from __future__ import annotations
 
 import dataclasses
+import functools
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
@@ -175,6 +176,8 @@ def build_run(config: RunConfig, run_dir: RunDir | None, parallel: SingleProcess
     parallel.prepare_model(policy.model, config.seed)  # rank 0's weights on every rank
     engine = make_engine(config.engine, policy, config)
     rollout = choose_rollout(config.rollout.scheduler, engine)
+    if config.rollout.max_prompt_tokens is not None:  # training and evaluation prompts alike
+        rollout = functools.partial(rollout, max_prompt_tokens=config.rollout.max_prompt_tokens)
     # ``seedbench eval`` builds the agent for its eval prompt hook only: no rollout sampling in its context
     context = AgentContext(policy, engine, env, run_dir, config, sampling if training else None)
     agent = agent_cls(agent_cfg, context) if agent_cls is not None else None

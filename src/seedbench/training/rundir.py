@@ -40,9 +40,11 @@ from typing import Any
 import yaml
 
 from seedbench import __version__
+from seedbench.config.errors import ConfigError
 from seedbench.frames import FrameStore
 from seedbench.jsonio import (RunFileWarning, append_jsonl, keep_dropped, read_json_checked, read_jsonl,
                               read_jsonl_lines, write_json_atomic)
+from seedbench.yamlio import YAMLFileError, read_yaml
 
 __all__ = ["RunDir", "append_jsonl", "read_jsonl", "write_json_atomic", "default_run_name", "git_hash",
            "package_versions"]
@@ -143,7 +145,15 @@ class RunDir:
         os.replace(tmp, self.file("config.yaml"))
 
     def read_config(self) -> dict[str, Any]:
-        return yaml.safe_load(self.file("config.yaml").read_text())
+        """config.yaml as a mapping; a damaged one is a `ConfigError` naming the file."""
+        path = self.file("config.yaml")
+        try:
+            data = read_yaml(path)
+        except YAMLFileError as err:
+            raise ConfigError(str(err)) from None
+        if not isinstance(data, dict):
+            raise ConfigError(f"{path}: expected a mapping at the top level")
+        return data
 
     def read_summary(self) -> dict[str, Any]:
         """summary.json; when it exists but is damaged, it is moved to ``summary.json.corrupt-<n>`` with a

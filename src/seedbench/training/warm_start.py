@@ -27,6 +27,7 @@ import argparse
 import dataclasses
 import datetime
 import json
+import math
 import sys
 import time
 from dataclasses import dataclass, field
@@ -34,7 +35,8 @@ from pathlib import Path
 from typing import Any
 
 from seedbench import __version__
-from seedbench.config import ConfigError, RunConfig, build_config, load_yaml, parse_set_pairs, set_dotted
+from seedbench.config import (MAX_BUILD_TASKS, ConfigError, RunConfig, build_config, check_output_dir, load_yaml,
+                              parse_set_pairs, set_dotted)
 from seedbench.engines.base import Generation
 from seedbench.envs.batch import LocalEnvs
 from seedbench.envs.text_env import TextEnv
@@ -45,7 +47,7 @@ from seedbench.registry import UnknownNameError, make_env, resolve_env
 from seedbench.rollout.episode import EpisodeRules, start_episodes
 from seedbench.rollout.types import TaskRef
 from seedbench.seeding import seed_everything
-from seedbench.training.origin import WARM_START_MARKER, checkpoint_origin
+from seedbench.training.origin import WARM_START_MARKER, check_origin_env, checkpoint_origin
 from seedbench.training.rundir import default_run_name
 from seedbench.training.sft import SFTSettings, fine_tune, tokenize_example
 
@@ -237,9 +239,16 @@ def parse_args(argv: list[str] | None) -> tuple[argparse.Namespace, RunConfig]:
     for name in ("demos", "batch_size", "grad_accum"):
         if getattr(args, name) < 1:
             raise ConfigError(f"--{name.replace('_', '-')} must be at least 1, got {getattr(args, name)}")
+    if args.demos > MAX_BUILD_TASKS:
+        raise ConfigError(f"--demos {args.demos} is more than {MAX_BUILD_TASKS}: every demonstration is held in "
+                          "memory until the fine-tune")
     for name in ("epochs", "lr"):
-        if not getattr(args, name) > 0:
-            raise ConfigError(f"--{name} must be positive, got {getattr(args, name)}")
+        value = getattr(args, name)
+        if not (math.isfinite(value) and value > 0):
+            raise ConfigError(f"--{name} must be a positive finite number, got {value}")
+    if args.output:
+        check_output_dir(args.output, "--output")
+    check_origin_env(checkpoint_origin(config.model.name), resolve_env(config.env).alias, config.model.allow_other_env)
     return args, config
 
 
@@ -261,9 +270,11 @@ def warm_start(config: RunConfig, *, demos: int, epochs: float, lr: float, batch
                config_path: str | None = None, set_pairs: list[str] = (), announce: bool = True) -> Path:
     """Collect the demonstrations, fine-tune, save ``OUTPUT/model`` with its provenance; returns that path."""
     entry = resolve_env(config.env)
+    check_origin_env(checkpoint_origin(config.model.name), entry.alias, config.model.allow_other_env)
     check_expert(make_env(entry.alias, **config.env_kwargs), entry.alias)  # before anything loads or is written
     out = Path(output) if output else Path("runs") / default_run_name(entry.alias, "sft-policy", config.model.name,
                                                                       config.seed)
+    check_output_dir(out, "--output")
     if out.exists() and any(out.iterdir()):
         raise WarmStartError(f"output directory {out} already exists; choose another --output")
 

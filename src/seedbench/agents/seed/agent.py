@@ -171,6 +171,14 @@ class SEEDAgent(GRPOAgent):
                               f"exceeds the context length {limit} ({source}); lower them")
 
     @classmethod
+    def context_budgets(cls, run_config: RunConfig, config: SEEDConfig) -> list[tuple[str, int]]:
+        """Self-analysis: a whole episode's prompt plus the analysis (none for a library or without training)."""
+        if config.analyzer == "static" or not config.train:
+            return []
+        return [("algo.analysis_max_prompt_tokens + algo.analysis_max_new_tokens",
+                 config.analysis_max_prompt_tokens + config.analysis_max_new_tokens)]
+
+    @classmethod
     def needs_reference(cls, config: SEEDConfig) -> bool:
         """Only an agent that trains uses the KL reference (Skill-Prompt, ``train=False``, never updates)."""
         return config.train and config.kl_coef > 0

@@ -38,10 +38,10 @@ from pathlib import Path
 from typing import Annotated, Any
 
 from seedbench.config import (
-    ConfigError, Count, Engine, ModelConfig, NonNegative, NonNegativeInt, Positive, Range, add_config_flags,
-    apply_config_flags, build_config, env_class, load_yaml, parse_set_pairs, resolve_step_cap, set_dotted,
+    BuildTasks, ConfigError, Count, Engine, GroupSize, ModelConfig, NonNegative, NonNegativeInt, Positive, Range, add_config_flags,
+    apply_config_flags, build_config, check_output_dir, env_class, load_yaml, parse_set_pairs, resolve_step_cap, set_dotted,
 )
-from seedbench.training.origin import ANALYZER_SFT_MARKER as MARKER, checkpoint_origin
+from seedbench.training.origin import ANALYZER_SFT_MARKER as MARKER, check_origin_env, checkpoint_origin
 from seedbench import __version__
 from seedbench.agents.seed.analysis import episode_steps, fit_analyzer_content, parse_analysis
 from seedbench.agents.seed.annotators import AnnotationRequest, AnnotatorUnavailable, make_annotator
@@ -84,10 +84,10 @@ class Stage1Config:
     """OpenAI-compatible endpoint of an ``openai:`` annotator, e.g. https://api.openai.com/v1."""
     api_key_env: str = "OPENAI_API_KEY"
     """Environment variable holding the endpoint's API key ('' = none)."""
-    tasks: Count = 180
-    """Training tasks to roll out (paper: 180)."""
-    group_size: Count = 8
-    """Rollouts per task (paper: 8)."""
+    tasks: BuildTasks = 180
+    """Training tasks to roll out (paper: 180; at most 20,000)."""
+    group_size: GroupSize = 8
+    """Rollouts per task (paper: 8; at most 256)."""
     temperature: NonNegative = 0.4
     """Rollout temperature (paper: 0.4)."""
     max_new_tokens: Count = 96
@@ -238,7 +238,9 @@ def run(args: Stage1Config, announce: bool = True) -> Path:
     steps), save the checkpoint with its provenance."""
     entry = resolve_env(args.env)
     max_steps, env_kwargs = resolve_step_cap(entry.alias, env_class(entry), args.max_steps, args.env_kwargs)
+    check_origin_env(checkpoint_origin(args.model.name), entry.alias, args.model.allow_other_env)
     out = Path(args.output) if args.output else Path("runs") / default_run_name(entry.alias, "sft-analyzer", args.model.name, args.seed)
+    check_output_dir(out, "--output")
     if out.exists() and any(out.iterdir()):
         raise StageError(f"output directory {out} already exists; choose another --output")
 

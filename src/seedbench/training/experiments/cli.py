@@ -7,11 +7,10 @@ import argparse
 from pathlib import Path
 from typing import Sequence
 
-import yaml
-
 from seedbench.training.experiments.driver import run_experiment
 from seedbench.training.experiments.spec import ExperimentError, ExperimentSpec, load_spec, parse_spec
 from seedbench.report import build_report
+from seedbench.yamlio import YAMLFileError, parse_yaml
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -86,7 +85,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             if "=" not in pair:
                 raise ExperimentError(f"--set expects key=value, got {pair!r}")
             key, raw = pair.split("=", 1)
-            spec.set[key.strip()] = yaml.safe_load(raw)
+            try:
+                spec.set[key.strip()] = parse_yaml(raw, f"--set {key.strip()}")
+            except YAMLFileError as err:
+                raise ExperimentError(str(err)) from None
         if args.gpus_per_run is not None:
             spec.gpus_per_run = args.gpus_per_run
         if args.cpus_per_run is not None:

@@ -14,6 +14,7 @@ import yaml
 from seedbench.paths import UnsafePathError, inside
 from seedbench.config import build_config, set_dotted
 from seedbench.training.experiments.arm import label_problem
+from seedbench.yamlio import YAMLFileError, read_yaml
 
 
 AGENT_KEYS = {"name", "label", "config", "set"}
@@ -218,9 +219,9 @@ def load_spec(path: str | Path, output: str | Path | None = None) -> ExperimentS
     if not path.is_file():
         raise ExperimentError(f"spec file not found: {path}")
     try:
-        data = yaml.safe_load(path.read_text())
-    except yaml.YAMLError as err:
-        raise ExperimentError(f"{path}: not valid YAML ({err})") from err
+        data = read_yaml(path)
+    except YAMLFileError as err:
+        raise ExperimentError(str(err)) from None
     return parse_spec(data, path.parent, output)
 
 

@@ -4,11 +4,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import yaml
-
 from seedbench.jsonio import read_json
 from seedbench.training.experiments.arm import ARM_FILE, holds_run_files, read_arm
 from seedbench.training.experiments.spec import ExperimentError, RunSpec
+from seedbench.yamlio import YAMLFileError, read_yaml
 
 
 def run_status(run: RunSpec) -> str:
@@ -24,8 +23,8 @@ def run_status(run: RunSpec) -> str:
     config = {}
     if (path / "config.yaml").is_file():
         try:
-            config = yaml.safe_load((path / "config.yaml").read_text()) or {}
-        except yaml.YAMLError:
+            config = read_yaml(path / "config.yaml") or {}
+        except YAMLFileError:
             config = {}
     for key, expected in (("env", run.env), ("agent", run.agent), ("seed", run.seed)):
         if key in config and config[key] != expected:
