@@ -3,7 +3,7 @@
 # model-FLOP utilisation, the bf16 engine-vs-trainer log-prob gap, one GRPO and one SEED iteration on
 # Sokoban; Qwen2.5-0.5B/-1.5B shapes built from a config, random weights, bf16), < 8 minutes, JSON out.
 # Needs torch with CUDA and transformers; gymnasium is installed offline from ./wheelhouse when missing
-# (docs/performance.md, "GPU check", says how to fill it and how to run this through the device tool).
+# (docs/performance.md, "GPU check", says how to fill it).
 #
 #   bash benchmarks/gpu_check.sh                 # JSON in $OUT (default benchmarks/results/gpu)
 #   WITH_VLLM=1 bash benchmarks/gpu_check.sh     # also the vLLM engine and rollout benchmarks (needs vllm
