@@ -367,6 +367,20 @@ class DistributedConfig:
 
 
 @dataclass
+class HardwareConfig:
+    """The GPUs a recipe is written for: what `seedbench plan` checks it against, and what ``seedbench run``
+    compares its own GPUs with before anything loads (training/memory_plan.py). Changes nothing else."""
+
+    gpus: Count = 1
+    """GPUs (ranks) the recipe runs on: 1, or ``torchrun --nproc-per-node`` of this many."""
+    gpu_memory: str = "80GiB"
+    """Memory of one GPU, e.g. ``80GiB`` (an H100 or A100) or ``141GiB`` (an H200)."""
+    base_model: str = ""
+    """The model whose shapes the plan uses when ``model.name`` is a checkpoint not built yet (a SEED
+    stage-1 output); empty = ``model.name``."""
+
+
+@dataclass
 class HFEngineConfig:
     """HF engine speed switches (``engine: hf``); each keeps the sampled log-probs equal to the trainer's
     (tests/test_generation_paths.py; docs/engines.md, docs/performance.md "Generation paths")."""
@@ -438,6 +452,8 @@ class RunConfig:
     """vLLM engine knobs."""
     distributed: DistributedConfig = field(default_factory=DistributedConfig)
     """Several processes per run (``torchrun``): replicated or sharded parameters."""
+    hardware: HardwareConfig = field(default_factory=HardwareConfig)
+    """The GPUs the recipe is written for (`seedbench plan`)."""
     hf: HFEngineConfig = field(default_factory=HFEngineConfig)
     """HF engine speed switches."""
     logprob_check_threshold: NonNegative = 0.05
