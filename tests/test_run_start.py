@@ -173,7 +173,7 @@ def seed_ignoring_env():
 
 
 PROBE_MESSAGE = ("env 'guess-seed-ignoring': reset(seed=0, options={'split': 'train'}) gave a different first "
-                 "observation the second time")
+                 "observation, info or np_random state the second time")
 
 
 def test_run_and_eval_refuse_an_env_whose_reset_ignores_its_seed(seed_ignoring_env, tmp_path, capsys):
@@ -202,3 +202,61 @@ def test_the_probe_leaves_the_global_random_streams_as_it_found_them():
     np.random.seed(11)
     probe_reset_seeding(make_env("sokoban"), "sokoban")
     assert (random.random(), np.random.random()) == expected
+
+
+# ----------------------------------------------------------------------------------------------------
+# The run directory is settled before the starting model is built
+
+
+class Killed(BaseException):
+    """Stands for SIGKILL during the starting-model builds."""
+
+
+def test_a_kill_during_the_starting_model_builds_resumes_the_intended_run(tmp_path, monkeypatch, capsys):
+    """config.yaml is written before the builds, so `--resume --output D` after a kill there continues the
+    command's run (choice, tiny, 6 trajectories an iteration), not the defaults (sokoban, smollm2, 4)."""
+    import seedbench.training.build as build
+
+    out = tmp_path / "run"
+    seen = []
+
+    def killed_while_building(config):
+        seen.append(yaml.safe_load((out / "config.yaml").read_text()))
+        raise Killed
+
+    with monkeypatch.context() as patch:
+        patch.setattr(build, "starting_model_name", killed_while_building)
+        with pytest.raises(Killed):
+            main([*TINY_RUN, "--output", str(out)])
+    assert seen and seen[0]["env"] == "choice" and seen[0]["model"]["name"] == "tiny"
+    capsys.readouterr()
+    assert main(["run", "--resume", "--output", str(out)]) == 0
+    assert "holds no config.yaml" not in capsys.readouterr().out
+    assert [(r["iteration"], r["trajectories"]) for r in read_jsonl(out / "metrics.jsonl")] == [(1, 6)]
+    assert yaml.safe_load((out / "config.yaml").read_text())["env"] == "choice"
+
+
+def test_the_run_directory_is_refused_before_anything_is_built(run_copy, tmp_path, monkeypatch, capsys):
+    import seedbench.training.build as build
+
+    builds = []
+    monkeypatch.setattr(build, "starting_model_name", lambda config: builds.append(config) or config.model.name)
+    assert main([*TINY_RUN, "--output", str(run_copy)]) == 2
+    assert "already exists; pass --resume" in _one_line_error(capsys)
+    assert main(["run", "--resume", str(run_copy), "--set", "rollout.group_size=2"]) == 2
+    assert "rollout.group_size 3 → 2" in _one_line_error(capsys)
+    assert builds == []
+
+
+def test_a_resume_of_a_directory_without_config_yaml_is_refused_not_started_from_the_defaults(tmp_path, capsys):
+    empty = tmp_path / "never"
+    for argv in (["run", "--resume", "--output", str(empty)], ["run", "--resume", str(empty)]):
+        assert main(argv) == 2
+        assert (f"--resume: {empty} holds no config.yaml, so there is no run to resume"
+                in _one_line_error(capsys))
+    assert not empty.exists()
+    (empty / "").mkdir()
+    (empty / ".lock").write_text("")  # a start killed right after taking the lock
+    assert main(["run", "--resume", str(empty)]) == 2
+    assert "start the run with the same command without --resume" in _one_line_error(capsys)
+    assert main([*TINY_RUN, "--output", str(empty)]) == 0  # which then works

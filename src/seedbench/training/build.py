@@ -3,8 +3,8 @@
 function (sharded over the ranks here, once), the agent and the `Evaluator`. Both commands build through
 `build_run`, so an evaluation plays with exactly what the run trained with.
 
-`open_run_dir` is the start of ``seedbench run`` before anything loads: the starting model, the run
-directory (written by rank 0 only) and its config.yaml, and the checkpoint a resume continues from.
+`open_run_dir` is the start of ``seedbench run`` before anything loads: the run directory (written by rank 0
+only) and its config.yaml, the checkpoint a resume continues from, and then the starting model.
 """
 
 from __future__ import annotations
@@ -81,14 +81,16 @@ class RunStart:
 
 
 def open_run_dir(config: RunConfig, parallel: SingleProcess, resume: bool, allow_config_changes: bool) -> RunStart:
-    """Build (or find in the cache) the recipe's starting model, name and check the run directory and write
-    its config.yaml (on resume: check the changes and record them). Sets ``config.output``. Rank 0 decides
-    names and writes; every rank has looked before it writes."""
+    """Name and check the run directory, lock it and write its config.yaml (on resume: check the changes and
+    record them), then build (or find in the cache) the recipe's starting model. Sets ``config.output``.
+
+    The directory comes first: a refused ``--resume`` change, an "already exists" or a directory in use is
+    said before builds that can take an hour, and a kill during the builds leaves config.yaml behind, so
+    ``--resume --output D`` continues the intended run. Rank 0 decides names and writes; every rank has
+    looked before it writes."""
     alias = resolve_env(config.env).alias
-    start = parallel.broadcast_object(starting_model_name(config) if parallel.is_main else None)
     # A fine-tuned checkpoint names the env it was made on; refuse another one before anything is written.
-    origin = checkpoint_origin(start)
-    check_origin_env(origin, alias, config.model.allow_other_env)
+    check_origin_env(checkpoint_origin(config.model.name), alias, config.model.allow_other_env)
     out = Path(config.output) if config.output else Path("runs") / default_run_name(
         alias, config.agent, config.model.name, config.seed)
     out = Path(parallel.broadcast_object(str(out)))  # rank 0's default name on every rank
@@ -115,11 +117,19 @@ def open_run_dir(config: RunConfig, parallel: SingleProcess, resume: bool, allow
     busy = parallel.broadcast_object(busy)  # every rank stops, not only rank 0
     if busy:
         raise RunDirInUse(busy)
-    out.mkdir(parents=True, exist_ok=True)
-    if saved is None:
-        run_dir.write_config(to_dict(config))
-    elif changes and parallel.is_main:  # rank 0 keeps the old file and writes the new one
-        record_config(out, to_dict(config), changes)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        if saved is None:
+            run_dir.write_config(to_dict(config))
+        elif changes and parallel.is_main:  # rank 0 keeps the old file and writes the new one
+            record_config(out, to_dict(config), changes)
+        start = parallel.broadcast_object(starting_model_name(config) if parallel.is_main else None)
+        origin = checkpoint_origin(start)
+        check_origin_env(origin, alias, config.model.allow_other_env)
+    except BaseException:  # a start that fails here must not keep the directory locked
+        if lock is not None:
+            lock.close()
+        raise
     return RunStart(run_dir, dataclasses.replace(config.model, name=start), origin, checkpoint, lock)
 
 

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from seedbench.config import (ConfigError, RunConfig, build_config, from_dict, load_yaml, to_dict, update_dataclass,
+from seedbench.config import (ConfigError, RunConfig, from_dict, load_yaml, to_dict, update_dataclass,
                               validate_config)
 from seedbench.training.rundir import LOG_FILES
 
@@ -114,18 +114,18 @@ def record_config(path: Path, config: dict[str, Any], changes: list[Change]) -> 
 
 def resume_base(run_dir: Path, yaml_path: str | None, overrides: dict[str, Any]) -> RunConfig:
     """The config of a resumed run: the saved ``config.yaml`` < the `--config` recipe < flags and ``--set``
-    (`overrides`), validated, with ``output`` = `run_dir`. A directory without config.yaml holds no run yet
-    (a start that failed before writing it, or none at all): then the command's own config, as for a fresh
-    start; one with checkpoints but no config.yaml cannot be resumed."""
+    (`overrides`), validated, with ``output`` = `run_dir`. A directory without config.yaml is refused: a run
+    writes it before anything else (its starting-model builds included), so there is no run to resume, and
+    the command's flags alone might name another run (the defaults, say)."""
     run_dir = Path(run_dir)
     saved_path = run_dir / "config.yaml"
     if not saved_path.is_file():
         if any((run_dir / "checkpoints").glob("it_*/COMPLETE")):
             raise ConfigError(f"--resume: {run_dir} has checkpoints but no config.yaml to resume them with; restore "
                               "config.yaml or start another --output")
-        print(f"seedbench: resume: {run_dir} holds no config.yaml (no run started there); starting it from the "
-              "command's config", flush=True)
-        return build_config(yaml_path, {**overrides, "output": str(run_dir)})
+        raise ConfigError(f"--resume: {run_dir} holds no config.yaml, so there is no run to resume (none was "
+                          "started there, or it was stopped before it wrote one); start the run with the same "
+                          "command without --resume")
     saved = load_yaml(saved_path)
     try:
         config = from_dict(saved)

@@ -55,8 +55,8 @@ class Trainer:
         if foreign:
             self._say(f"note: {', '.join('algo.' + k for k in foreign)} belong to other agents than "
                       f"{config.agent}; left out of its config")
-        # The recipe's warm start and stage 1 are built (or found in the cache) before anything is written;
-        # config.yaml keeps the recipe, and the run loads what it names.
+        # The run directory is checked, locked and given its config.yaml before the recipe's warm start and
+        # stage 1 are built (or found in the cache); config.yaml keeps the recipe, the run loads what it names.
         start = open_run_dir(config, self.dist, resume, allow_config_changes)
         self.run_lock = start.lock  # held until close(), or until the process ends
         try:

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from seedbench.jsonio import write_json_atomic
+from seedbench.training.run_lock import LOCK_FILE
 
 ARM_FILE = "arm.json"
 LABEL_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9.+-]{0,63}$")
@@ -54,6 +55,8 @@ def read_arm(run_dir: Path) -> dict[str, Any]:
 
 
 def holds_run_files(run_dir: Path) -> bool:
-    """Whether `run_dir` holds anything besides ``arm.json`` (i.e. a run was started in it)."""
+    """Whether `run_dir` holds anything besides ``arm.json`` and the run lock's file (i.e. a run was started
+    in it: a run writes its config.yaml right after taking the lock, so a lock file alone is a start killed
+    before it wrote anything, which `--resume` refuses)."""
     path = Path(run_dir)
-    return path.is_dir() and any(p.name != ARM_FILE for p in path.iterdir())
+    return path.is_dir() and any(p.name not in (ARM_FILE, LOCK_FILE) for p in path.iterdir())
