@@ -93,3 +93,49 @@ def test_check_env_of_an_unknown_env_is_one_line(capsys):
     assert main(["check-env", "nope"]) == 2
     err = capsys.readouterr().err
     assert err.startswith("seedbench: error: unknown env 'nope'; choose one of: ") and err.count("\n") == 1
+
+
+# ----------------------------------------------------------------------------------------------------
+# The start-up seeding probe of run and eval (probe_reset_seeding)
+
+
+class NoSeedGuess(plugin_variants.GuessEnv):
+    """Never hands its seed on: ``np_random`` is seeded once, and every reset draws the next number from it."""
+
+    def reset(self, *, seed=None, options=None):
+        return super().reset(seed=None, options=options)
+
+
+def test_the_probe_fails_an_env_that_never_seeds_np_random_even_when_two_draws_coincide():
+    import numpy as np
+
+    from seedbench.envs.checks import probe_reset_seeding
+    from seedbench.envs.contract import EnvContractError
+
+    env = NoSeedGuess()
+    env._np_random = np.random.default_rng(54)  # its draws: numbers 24, 17, 24, ...: the same task twice
+    with pytest.raises(EnvContractError, match=r"^env 'no-seed': reset\(seed=0, options=\{'split': 'train'\}\) gave "
+                                               r"a different first observation, info or np_random state the second "
+                                               r"time \(first difference at character \d+: \" 'state': \{'state': "):
+        probe_reset_seeding(env, "no-seed")
+
+
+def test_the_probe_fails_an_env_drawing_from_the_global_stream_even_when_one_pair_coincides():
+    import random
+
+    from seedbench.envs.checks import probe_reset_seeding
+    from seedbench.envs.contract import EnvContractError
+
+    random.seed(126)  # the variant's draws: 92, 9, 92, 96: seed 0 twice agrees, seed 1 twice does not
+    with pytest.raises(EnvContractError, match=r"reset\(seed=1, options=\{'split': 'train'\}\) gave a different"):
+        probe_reset_seeding(plugin_variants.SeedIgnoringGuess(), "guess-seed-ignoring")
+
+
+def test_the_probe_passes_the_built_in_and_example_envs():
+    from seedbench.envs.checks import probe_reset_seeding
+    from seedbench.registry import make_env
+    from tests.plugin_example.guess_env import GuessEnv
+
+    for name in ("choice", "sokoban", "frozenlake", "minigrid-empty", "webshop", "search"):
+        probe_reset_seeding(make_env(name), name)
+    probe_reset_seeding(GuessEnv(), "guess")

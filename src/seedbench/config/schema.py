@@ -469,7 +469,8 @@ class RunConfig:
     """Trajectories per iteration whose per-token signals (SEED: gate and teacher − student gap) are saved
     to ``token_signals.jsonl`` for ``seedbench view``; 0 = none. Small by default to bound disk."""
     probe_env_seeding: bool = True
-    """Before ``run`` and ``eval`` use the env, reset one instance to seed 0, then 1, then 0 again and require
-    the same first observation and info twice (`seedbench.envs.checks.probe_reset_seeding`): an env whose
-    reset ignores its seed gives group members different boards and changes the eval tasks under the same
-    task hash. Three resets, in-process; false skips it for an env that cannot reset twice cheaply."""
+    """Before ``run`` and ``eval`` use the env, reset one instance to seeds 0, 1, 0 and 1 and require each
+    seed's two resets to give the same first observation, info and ``np_random`` state
+    (`seedbench.envs.checks.probe_reset_seeding`): an env whose reset ignores its seed gives group members
+    different boards and changes the eval tasks under the same task hash. Four resets, in-process; false
+    skips it for an env that cannot reset twice cheaply."""
