@@ -331,7 +331,7 @@ def test_missing_data_says_how_to_generate_it(tmp_path, monkeypatch):
         ALFWorldEnv(data_dir=tmp_path)
     monkeypatch.setenv("SEEDBENCH_CACHE", str(tmp_path / "cache"))
     monkeypatch.setenv("ALFWORLD_DATA", str(tmp_path / "nothing"))
-    with pytest.raises(MissingGameDataError, match="seedbench data alfworld"):
+    with pytest.raises(MissingGameDataError, match=r"seedbench data alfworld` \(about 20 minutes"):
         ALFWorldEnv()
 
 

@@ -70,9 +70,23 @@ def cmd_run(args) -> int:
     import os
 
     path = train(config, resume=args.resume is not None, allow_config_changes=args.allow_config_changes)
-    if os.environ.get("RANK", "0") == "0":  # under torchrun, one line for the run, not one per rank
+    if os.environ.get("RANK", "0") == "0":  # under torchrun, one screen for the run, not one per rank
         print(f"seedbench: run complete: {path}")
+        _closing_screen(path, config.report)
     return 0
+
+
+def _closing_screen(path, with_report: bool) -> None:
+    """Print the finished run's closing screen (`seedbench.report.run_screen`), after building its HTML
+    report into ``RUN/report/`` when the config asks for one."""
+    from seedbench.report.run_screen import closing_screen
+
+    html = None
+    if with_report:
+        from seedbench.report.build import build_report
+
+        html = build_report([path], path / "report", title=f"seedbench run {path.name}").html
+    print(closing_screen(path, html), flush=True)
 
 
 def _resume_config(args, overrides: dict):

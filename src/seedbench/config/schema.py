@@ -446,6 +446,9 @@ class RunConfig:
     complete run deletes ``checkpoints/`` after ``final_model/`` and ``summary.json`` are written, keeping
     what ``seedbench eval`` and the reports read (a SmolLM2-135M run: ~0.5 GB instead of ~2.2 GB); such a
     run cannot be extended with ``--resume`` (train on from ``--model RUN/final_model`` instead)."""
+    report: bool = False
+    """Write ``seedbench report`` of the run into ``RUN/report/`` (report.html with its plots) when it
+    completes, and name it on the closing screen (the quick start does)."""
     engine: Engine = "auto"
     """Generation engine: ``hf``, ``vllm`` or ``auto`` (vLLM when importable, else HF; docs/engines.md)."""
     vllm: VLLMConfig = field(default_factory=VLLMConfig)

@@ -51,6 +51,8 @@ def cache_key(kind: str, config: RunConfig, base_name: str, settings: dict[str, 
     # autocast, so checkpoints built before the option keep their keys
     if bf16_compute_for(config.model.bf16_compute) == "param_copy":
         facts["bf16_compute"] = f"param_copy-{REVISION}"
+    if config.model.lora_rank > 0:  # the step fine-tunes LoRA adapters (merged when saved); absent = full
+        facts["lora"] = [config.model.lora_rank, config.model.lora_alpha]
     return hashlib.sha256(json.dumps(facts, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 

@@ -55,7 +55,7 @@ from pathlib import Path
 from typing import Any
 
 from seedbench.envs.action_parsing import check_projection, project_action
-from seedbench.envs.alfworld.data import POOL_FORMAT, SPLITS, TASK_TYPES, default_out_dir, pool_checksum, sha256_file
+from seedbench.envs.alfworld.data import GENERATION_TIME, POOL_FORMAT, SPLITS, TASK_TYPES, default_out_dir, pool_checksum, sha256_file
 from seedbench.envs.alfworld.engine import ALFWORLD_VERSION, make_engine
 from seedbench.envs.text_env import TextEnv
 from seedbench.paths import UnsafePathError, inside
@@ -135,7 +135,7 @@ class GamePool:
             return cls.from_manifest(generated)
         raise MissingGameDataError(
             f"no ALFWorld games found (looked in {generated} and $ALFWORLD_DATA). Generate the offline pool "
-            "with `seedbench data alfworld` (or `python -m seedbench.envs.alfworld.data`), or point "
+            f"once with `seedbench data alfworld` ({GENERATION_TIME}; resumable, with a progress bar), or point "
             "data_dir, $SEEDBENCH_ALFWORLD_DATA or $ALFWORLD_DATA at a pool or official ALFWorld data")
 
     @classmethod
