@@ -66,8 +66,10 @@ def test_the_cache_key_changes_with_what_decides_the_weights(tmp_path, monkeypat
               cache_key("warm-start", build_config(overrides={"env": "frozenlake", "model": {"name": "tiny"},
                                                               "rollout": {"history_length": 1}}), "tiny", {"demos": 2}),
               cache_key("warm-start", build_config(overrides={"env": "frozenlake", "model": {"name": "tiny",
-                                                              "bf16_compute": "autocast"}}), "tiny", {"demos": 2})]
-    assert len({key, *others}) == 7
+                                                              "bf16_compute": "autocast"}}), "tiny", {"demos": 2}),
+              cache_key("warm-start", build_config(overrides={"env": "frozenlake", "model": {"name": "tiny",
+                                                              "lora_rank": 8}}), "tiny", {"demos": 2})]
+    assert len({key, *others}) == 8
     # a step built on a cached checkpoint is keyed by that checkpoint's own key, not by its file sizes,
     # which two fine-tunes of one model share
     for name in ("warm-start-aaaa", "warm-start-bbbb"):
