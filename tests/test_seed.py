@@ -259,7 +259,7 @@ def test_self_analysis_runs_under_a_progress_bar_of_its_decode_steps(tmp_path, m
 
     def recording_bar(**kwargs):
         bar = real(**kwargs)
-        bars.append((kwargs["desc"], bar))
+        bars.append((kwargs["desc"], bar, kwargs.get("total")))
         return bar
 
     monkeypatch.setattr(seed_agent, "progress_bar", recording_bar)
@@ -268,7 +268,8 @@ def test_self_analysis_runs_under_a_progress_bar_of_its_decode_steps(tmp_path, m
     trajectories = _rollout(trainer)
     analyses, records = trainer.agent.analyse(trajectories, [0.0] * len(trajectories), 1)
     assert len(records) == len(trajectories) == 4
-    assert [desc for desc, _ in bars] == ["iter 1 self-analysis"]
-    bar = bars[0][1]
+    assert [desc for desc, _, _ in bars] == ["iter 1 self-analysis"]
+    _, bar, created_with = bars[0]
+    assert created_with == 4 * 5  # made with its total (4 analyses of at most 5 tokens), no bare first frame
     assert bar.total == 5 and bar.n == 5  # one batch of 4 analyses (engine batch 32), 5 new tokens at most
     trainer.close()

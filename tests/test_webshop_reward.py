@@ -148,3 +148,13 @@ def test_spacy_path_fails_with_the_install_line_when_the_model_is_missing():
 def test_unknown_rules_are_refused():
     with pytest.raises(ValueError, match="choose one of thefuzz, rapidfuzz"):
         RewardRules(fuzzy="levenshtein")
+
+
+def test_details_name_every_part_whether_or_not_the_goal_has_options():
+    keys = {"r_type", "query_match", "category_match", "title_score", "r_att", "w_att", "r_price", "w_price",
+            "attrs_matched", "options_matched", "r_option", "w_option"}
+    _, with_options = get_reward(product(), goal(), 20.0, {"size": "large"})
+    _, without = get_reward(product(), goal(goal_options={}), 20.0, {})
+    assert keys <= set(with_options) and set(with_options) == set(without)
+    assert (without["r_option"], without["w_option"], without["options_matched"]) == (None, 0.0, 0)
+    assert with_options["w_option"] > 0 and with_options["r_option"] is not None

@@ -192,7 +192,7 @@ class HFAnnotator:
         self.check()
         prompts = [render_prompt(self._policy.tokenizer, r.content) for r in requests]
         params = SamplingParams(max_new_tokens=self.max_new_tokens, greedy=True, stop=[])
-        with progress_bar(desc="annotating", unit="token") as bar:
+        with progress_bar(total=len(prompts) * self.max_new_tokens, desc="annotating", unit="token") as bar:
             return [g.text for g in self._engine.generate(prompts, params, progress=bar)]
 
 

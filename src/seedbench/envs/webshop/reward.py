@@ -18,6 +18,10 @@
   *name's* words count too: purchased ``large`` matches goal ``('size', 'x-large')``.
 - **price**: 1 when the price is at most ``price_upper``.
 
+``details`` always holds every part with its weight: ``r_att`` is None for a goal without attributes,
+``r_option`` for one without options and ``r_price`` without a price bound (the original leaves the
+last two keys out; a record with the same keys for every goal tabulates without gaps).
+
 Fuzzy score: thefuzz's ``token_set_ratio``, i.e. ``int(round(score))`` after thefuzz's preprocessing
 (``str()``, characters 128-255 deleted, lower case, non-alphanumerics → spaces, stripped).
 
@@ -178,7 +182,6 @@ def get_reward(purchased: dict, goal: dict, price: float, options: dict[str, str
     total = (attrs_matched + options_matched + r_price) / denominator * types["r_type"]
     details = {**types, "r_att": attrs_matched / n_attrs if n_attrs else None, "w_att": n_attrs / denominator,
                "r_price": r_price, "w_price": 1 / denominator, "attrs_matched": attrs_matched,
-               "options_matched": options_matched}
-    if n_options:
-        details["r_option"], details["w_option"] = options_matched / n_options, n_options / denominator
+               "options_matched": options_matched, "r_option": options_matched / n_options if n_options else None,
+               "w_option": n_options / denominator}
     return total, details
