@@ -56,7 +56,8 @@ class FirstForward(Scored):
         return result
 
     def after_update(self) -> None:
-        known = [self.logp[i] for i in range(len(self.batch.samples))]
+        # a sample whose mini-batch had no token to train on had no forward: its (empty) response has none
+        known = [self.logp.get(i, []) for i in range(len(self.batch.samples))]
         self.update.log_token_signals(self.batch, known)
         self.check_metrics = self.update.check_logprobs(self.batch, known)
 

@@ -58,13 +58,16 @@ class PolicyUpdate:
         """`optim.ppo_epochs` passes over the prepared samples in mini-batches of step samples. π_old comes
         from the `optim.old_logprobs` strategy, reference log-probs from a scoring pass under the frozen
         reference; the trainer's pre-update log-probs are checked against the engine's (`trajectories`).
-        Returns the loss terms and checks, and the seconds of each pass (`seedbench.training.pass_clock`)."""
+        Returns the loss terms and checks, and the seconds of each pass (`seedbench.training.pass_clock`).
+        An update without a response token on any rank (no samples, or every response empty: a one-token
+        budget that sampled end-of-text) has nothing to learn from: it is skipped, no optimizer step, and
+        says so (`skipped_update`)."""
         samples = prepared.samples
         self.clock = clock = PassClock(self.policy.device)
         # mini-batches are cut from the global sample list (all ranks' samples in rank order)
         layout = self.parallel.sample_layout([len(s.response_ids) for s in samples])
-        if not layout.lengths:
-            return {"train/loss": 0.0, "train/samples": 0}
+        if not any(layout.lengths):
+            return skipped_update(len(layout.lengths))
         cfg, policy = self.config.optim, self.policy
         batch = UpdateBatch(samples, list(trajectories), done)
         num_minibatches = (len(layout.lengths) + cfg.mini_batch_size - 1) // cfg.mini_batch_size
@@ -286,6 +289,12 @@ class PolicyUpdate:
                 "iteration": batch.done + 1, "episode_id": traj.episode_id, "step": step,
                 "tokens": [tokenizer.decode([t]) for t in sample.response_ids],
                 "signals": {name: [round(float(v), 5) for v in vals] for name, vals in values.items()}})
+
+
+def skipped_update(samples: int) -> dict[str, float]:
+    """The metrics of an update with no response token to learn from: zero loss, no step, flagged."""
+    return {"train/loss": 0.0, "train/grad_norm": 0.0, "train/samples": samples, "train/response_tokens": 0,
+            "train/update_skipped": 1.0}
 
 
 @dataclass
