@@ -19,7 +19,7 @@ import json
 from pathlib import Path
 from typing import Any, Sequence
 
-from seedbench.jsonio import read_jsonl, write_json_atomic
+from seedbench.jsonio import read_json, read_jsonl, write_json_atomic
 
 DATA_SOURCES = ("procedural", "generated", "official")
 PROVENANCE_KEYS = ("data_source", "manifest_checksum", "generator_version")
@@ -67,15 +67,21 @@ def env_provenance(env: Any) -> dict[str, str]:
 
 def write_eval_tasks(run_dir: str | Path, tasks: dict[str, Sequence[Any]], task_ids: dict[str, Sequence[str]],
                      data: dict[str, str]) -> Path:
-    """Write the run's eval_tasks.json once: the data provenance and, per split, the list's hash and every
+    """Write the run's eval_tasks.json: the data provenance and, per split, the list's hash and every
     task's split, seed, id and type. `tasks` are the `TaskRef`s of each split in evaluation order and
-    `task_ids` the ids the env reported for them; the types come from the first evaluation's episodes."""
+    `task_ids` the ids the env reported for them; the types come from the first evaluation's episodes. A
+    split once listed stays as first written; the file is rewritten only to add a split (one that a resume
+    with changes began to evaluate)."""
     path = Path(run_dir) / EVAL_TASKS_FILE
-    if path.exists():
+    listed = read_json(path).get("splits") if path.exists() else None
+    listed = listed if isinstance(listed, dict) else {}
+    if path.exists() and set(task_ids) <= set(listed):
         return path
     types = _first_eval_task_types(Path(run_dir) / "episodes.jsonl", list(task_ids))
-    splits = {}
+    splits = dict(listed)
     for split, ids in task_ids.items():
+        if split in listed:
+            continue
         refs = list(tasks[split])
         if len(refs) != len(ids):
             raise ValueError(f"eval split {split!r}: {len(refs)} tasks but {len(ids)} task ids")

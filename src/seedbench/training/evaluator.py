@@ -68,7 +68,12 @@ def eval_tasks(config: RunConfig, env: Any) -> dict[str, list[TaskRef]]:
     for split in splits:
         if split not in env.splits:
             raise ConfigError(f"eval.splits: {split!r} is not a split of {config.env}; choose from {list(env.splits)}")
-    return {split: [TaskRef(split, s) for s in range(config.eval.num_tasks)] for split in splits}
+    return {split: eval_task_list(split, config.eval.num_tasks) for split in splits}
+
+
+def eval_task_list(split: str, num_tasks: int) -> list[TaskRef]:
+    """The first `num_tasks` tasks of `split` (seeds 0..n-1), the list every evaluation of that size plays."""
+    return [TaskRef(split, s) for s in range(num_tasks)]
 
 
 def eval_record(counters: dict[str, int], split: str, temperature: float, trajectories: list[Trajectory],

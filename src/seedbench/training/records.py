@@ -12,7 +12,7 @@ from seedbench.config import ConfigError, RunConfig
 from seedbench.machine import run_machine
 from seedbench.provenance import env_provenance, task_list_hash, write_eval_tasks
 from seedbench.rollout.types import StepSample, Trajectory
-from seedbench.training.evaluator import before_after
+from seedbench.training.evaluator import before_after, eval_task_list
 from seedbench.training.distributed import SingleProcess
 from seedbench.training.resources import ResourceMeter
 from seedbench.training.rundir import RunDir, git_hash, package_versions
@@ -105,18 +105,20 @@ def write_summary(parallel: SingleProcess, run_dir: RunDir, config: RunConfig, p
     evals = run_dir.records("eval.jsonl")
     final = {}
     for record in evals:
-        if record.get("iteration") == counters["iteration"]:
+        if record.get("iteration") == counters["iteration"] and "split" in record:
             for key in ("success_micro", "success_macro", "score"):
                 if key in record:
                     final[f"eval/{record['split']}/{key}"] = record[key]
     eval_ids = {}
     for record in evals:
-        eval_ids.setdefault(record["split"], record.get("task_ids"))
+        if isinstance(record.get("task_ids"), list) and "split" in record:
+            eval_ids.setdefault(record["split"], record["task_ids"])
     eval_tasks = parts.evaluator.tasks
     data = env_provenance(parts.env)
     checksum = data["manifest_checksum"]
-    if eval_ids:
-        write_eval_tasks(run_dir.path, eval_tasks, eval_ids, data)
+    if eval_ids:  # every split the run evaluated, also one a resume with changes no longer evaluates
+        write_eval_tasks(run_dir.path, {split: eval_task_list(split, len(ids)) for split, ids in eval_ids.items()},
+                         eval_ids, data)
     timing = [r for r in run_dir.records("metrics.jsonl")]
     comparisons = before_after_results(evals, eval_tasks)
     run_dir.update_summary(

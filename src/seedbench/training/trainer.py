@@ -205,10 +205,18 @@ class Trainer:
     def _finish_evaluation(self, iteration: int) -> None:
         """Run the splits of the evaluation at `iteration` (the current weights) that have no eval.jsonl
         record yet, after dropping the episodes an interrupted attempt logged for them, so a resumed run
-        ends with each split's record and episodes exactly once. Rank 0's view decides for every rank."""
+        ends with each split's record and episodes exactly once. A run resumed past `iteration` no longer
+        holds its weights: a record lost there (a damaged line) is reported, never replaced by an evaluation
+        of other weights. Rank 0's view decides for every rank."""
         recorded = {r.get("split") for r in self.run_dir.records("eval.jsonl") if r.get("iteration") == iteration}
         missing = self.dist.broadcast_object([split for split in self.eval_tasks if split not in recorded])
         if not missing:
+            return
+        if iteration != self.counters["iteration"]:  # resumed past it: the weights it evaluates are gone
+            self._say(f"seedbench: note: eval.jsonl holds no record of {', '.join(missing)} at iteration {iteration} "
+                      "(a split added on resume, or a record lost to a damaged line); the run resumed at iteration "
+                      f"{self.counters['iteration']}, so it is not evaluated with other weights, and its logged "
+                      "episodes stay")
             return
         phases = {f"eval/{split}" for split in missing}
         self.run_dir.drop_records("episodes.jsonl",
