@@ -12,6 +12,7 @@
     seedbench sft-policy --env E [--config Y] [--set k=v ...] [--demos N] [--epochs E] [--lr LR] [--output DIR]
     seedbench experiment SPEC.yaml | report RUNS --out DIR | leaderboard submit|validate|build
     seedbench view RUN [--out DIR] [--serve]   trajectory-and-skill viewer of a run
+    seedbench probe-skills RUN --model M [--out DIR]   does a skill move the policy? (gap, gate, decisive action)
     seedbench --version
 
 Bad input (unknown env or agent, bad config key, missing file) is a one-line error naming the valid
@@ -192,6 +193,8 @@ DELEGATED = {
     "serve-retriever": ("seedbench.envs.search.serve:main",
                         "serve a bm25s index with Search-R1's POST /retrieve API (Search-QA)"),
     "view": ("seedbench.viewer:main", "HTML viewer of a run's episodes, skills and per-token signals"),
+    "probe-skills": ("seedbench.report.skill_probe:main",
+                     "re-score a SEED run's episodes under their own, a shuffled and no skill (gap, gate, decisive action)"),
 }
 """Subcommands with their own argparse parser; their arguments are passed through untouched."""
 
