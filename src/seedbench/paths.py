@@ -13,6 +13,11 @@ import os
 from pathlib import Path, PurePosixPath, PureWindowsPath
 
 
+MAX_NAME_BYTES = 255
+MAX_PATH_BYTES = 4096
+"""Linux's NAME_MAX and PATH_MAX: a longer name is refused by `inside` before a file call fails on it."""
+
+
 class UnsafePathError(ValueError):
     """A path named in a file leaves the folder it must stay in."""
 
@@ -29,8 +34,9 @@ def inside(base: str | Path, relative: str | os.PathLike[str]) -> Path:
     """``base / relative``, provided it stays in `base`; raises `UnsafePathError` otherwise.
 
     Rejected: an empty path, an absolute one (POSIX or Windows: ``/etc/x``, ``C:\\x``, ``\\\\host\\x``), a
-    NUL or other control character, and anything that resolves outside `base` once ``..`` and symlinks
-    are followed (a symlink inside `base` that points out of it counts as leaving). The returned path is
+    NUL or other control character, a name longer than the file system takes, and anything that resolves
+    outside `base` once ``..`` and symlinks are followed (a symlink inside `base` that points out of it
+    counts as leaving). The returned path is
     the plain join, not the resolved one, so messages and outputs keep the names the file used.
     """
     text = os.fspath(relative)
@@ -40,6 +46,10 @@ def inside(base: str | Path, relative: str | os.PathLike[str]) -> Path:
         raise UnsafePathError(f"path {text!r} contains a control character")
     if PurePosixPath(text).is_absolute() or PureWindowsPath(text).anchor:
         raise UnsafePathError(f"path {text!r} is absolute; only paths relative to {base} are allowed")
+    if len(text.encode("utf-8", "surrogatepass")) > MAX_PATH_BYTES or any(
+            len(part.encode("utf-8", "surrogatepass")) > MAX_NAME_BYTES for part in PurePosixPath(text).parts):
+        raise UnsafePathError(f"path {text[:40]!r}... is longer than a file system takes ({MAX_NAME_BYTES} bytes a "
+                              f"name, {MAX_PATH_BYTES} in all)")
     base = Path(base)
     joined = base / text
     root = base.resolve()
