@@ -292,7 +292,14 @@ def test_no_loadable_checkpoint_is_a_one_line_error_naming_the_fix(tmp_path, cap
         assert main(args) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert err[-1].startswith("seedbench: error: ") and "no complete checkpoint can be loaded" in err[-1]
-    assert "without --resume" in err[-1] and not any("Traceback" in line for line in err)
+    assert not any("Traceback" in line for line in err)
+    # the advice is a command that works: the run's own config, started afresh in a new directory
+    advice = err[-1].split("start the run again in a new directory: ")[1].split()
+    assert advice[:4] == ["seedbench", "run", "--config", str(out / "config.yaml")] and advice[4] == "--output"
+    fresh = tmp_path / "again"
+    assert main([*advice[1:5], str(fresh)]) == 0
+    # the config the resume asked for (2 iterations), with the run's budgets (2 tasks x 2 rollouts)
+    assert [r["trajectories"] for r in read_jsonl(fresh / "metrics.jsonl")] == [4, 8]
 
 
 def test_a_full_disk_while_saving_a_checkpoint_names_the_file(tmp_path, monkeypatch):

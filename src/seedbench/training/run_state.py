@@ -76,8 +76,8 @@ def load_checkpoint(parallel: SingleProcess, run_dir: RunDir, path: Path, model:
         set_rng_state(rng_from_plain(parallel.rng_state_of_rank(state)))
         return dict(state["counters"])
     raise RunFileError(f"{run_dir.path}: no complete checkpoint can be loaded ({path.name} and every "
-                       "earlier one is damaged, see the warnings); restore the files or start the run again "
-                       "without --resume")
+                       "earlier one is damaged, see the warnings); restore the files, or start the run again in a "
+                       f"new directory: seedbench run --config {run_dir.path / 'config.yaml'} --output NEW_DIR")
 
 
 def load_run_state(path: Path) -> dict[str, Any]:
