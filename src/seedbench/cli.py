@@ -66,10 +66,12 @@ def cmd_run(args) -> int:
         config = _resume_config(args, overrides)
     else:
         config = build_config(args.config, overrides)
+    from seedbench.training.memory_plan import check_before_run
     from seedbench.training.trainer import train
 
     import os
 
+    check_before_run(config)  # CUDA only: warns, with the fix, when the predicted peak exceeds the GPU
     path = train(config, resume=args.resume is not None, allow_config_changes=args.allow_config_changes)
     if os.environ.get("RANK", "0") == "0":  # under torchrun, one screen for the run, not one per rank
         print(f"seedbench: run complete: {path}")
@@ -195,6 +197,8 @@ DELEGATED = {
     "view": ("seedbench.viewer:main", "HTML viewer of a run's episodes, skills and per-token signals"),
     "probe-skills": ("seedbench.report.skill_probe:main",
                      "re-score a SEED run's episodes under their own, a shuffled and no skill (gap, gate, decisive action)"),
+    "plan": ("seedbench.training.memory_plan:main",
+             "predict a run's peak GPU memory from its config, before anything loads, and what to change to fit"),
 }
 """Subcommands with their own argparse parser; their arguments are passed through untouched."""
 
