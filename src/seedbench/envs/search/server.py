@@ -19,6 +19,12 @@ and a bad one gets a JSON ``{"detail": ...}`` answer instead of a dropped connec
   ``return_scores`` not a boolean;
 - 500: the retriever itself failed (one line in the log, the server goes on).
 
+``read_timeout_s`` is one deadline per request, from the moment the server waits for its request line to
+the last body byte, not a limit per read: a client that trickles a byte every second would otherwise hold
+a worker thread as long as it likes. A request that misses it gets 408 (or, before its request line, a
+closed connection). A client that leaves before its answer is written is nothing to report: the answer is
+dropped without a traceback.
+
 The listen backlog (``request_queue_size``) is what lets many clients connect at once: with
 socketserver's default of 5, a burst of connections overflows it and the kernel drops the extra SYNs,
 which clients see as resets or a one-second retransmit.
@@ -26,6 +32,7 @@ which clients see as resets or a one-second retransmit.
 
 from __future__ import annotations
 
+import io
 import json
 import socket
 import sys
@@ -53,7 +60,8 @@ class ServerLimits:
     max_topk: int = 100
     """Largest ``topk``: each hit is a whole passage in the response."""
     read_timeout_s: float = 10.0
-    """Seconds a connection may stay silent while the server waits for its request line, headers or body."""
+    """Seconds a request may take to arrive in full: request line, headers and body together (one deadline,
+    also for a connection that stays silent)."""
     request_queue_size: int = 128
     """Listen backlog: connections the kernel queues before the server accepts them."""
 
@@ -125,9 +133,42 @@ def body_length(header: str | None, limits: ServerLimits) -> int:
     return length
 
 
+class DeadlineReader(io.RawIOBase):
+    """The reading side of a connection, under one deadline that `start` sets: each read waits at most for
+    the time left, and a read after the deadline raises `TimeoutError` (as a socket timeout does)."""
+
+    def __init__(self, sock: socket.socket, timeout_s: float):
+        self.sock, self.timeout_s, self.deadline = sock, timeout_s, time.monotonic() + timeout_s
+
+    def start(self) -> None:
+        """A new request: its request line, headers and body must all arrive within ``timeout_s`` from now."""
+        self.deadline = time.monotonic() + self.timeout_s
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer) -> int:
+        left = self.deadline - time.monotonic()
+        if left <= 0:
+            raise TimeoutError(f"request not received within {self.timeout_s:g} s")
+        self.sock.settimeout(left)
+        try:
+            return self.sock.recv_into(buffer)
+        finally:
+            self.sock.settimeout(self.timeout_s)  # writes of the answer keep the whole timeout
+
+
 def make_handler(retriever: Retriever, default_topk: int, limits: ServerLimits):
     class RetrieveHandler(BaseHTTPRequestHandler):
-        timeout = limits.read_timeout_s  # socket timeout for every read: request line, headers and body
+        timeout = limits.read_timeout_s  # the socket's timeout outside the request's reads (the answer's writes)
+
+        def setup(self):
+            super().setup()
+            self.rfile = io.BufferedReader(DeadlineReader(self.connection, limits.read_timeout_s))
+
+        def handle_one_request(self):
+            self.rfile.raw.start()  # one deadline per request, from the wait for its request line
+            super().handle_one_request()
 
         def do_POST(self):  # noqa: N802 - http.server's naming
             if self.path.rstrip("/") != "/retrieve":
@@ -165,8 +206,13 @@ def make_handler(retriever: Retriever, default_topk: int, limits: ServerLimits):
             if status >= 400:
                 self.send_header("Connection", "close")
                 self.close_connection = True
-            self.end_headers()
-            self.wfile.write(data)
+            try:
+                self.end_headers()
+                self.wfile.write(data)
+                self.wfile.flush()
+            except ConnectionError:  # the client left before its answer: nothing to send it, nothing to report
+                self.close_connection = True
+                return
             if status >= 400:
                 self._linger()
 
@@ -202,6 +248,12 @@ class RetrieverHTTPServer(ThreadingHTTPServer):
     def __init__(self, address, handler, request_queue_size: int):
         self.request_queue_size = request_queue_size  # read by server_activate's listen()
         super().__init__(address, handler)
+
+    def handle_error(self, request, client_address):
+        """A client that resets or leaves mid-request is routine on a shared port: no traceback for it."""
+        if isinstance(sys.exc_info()[1], ConnectionError):
+            return
+        super().handle_error(request, client_address)
 
 
 def make_server(retriever: Retriever, host: str = "127.0.0.1", port: int = 8000, topk: int = 3,
