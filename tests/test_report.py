@@ -12,7 +12,7 @@ import math
 import pytest
 
 import seedbench.report
-from seedbench.report import synthetic, tables
+from seedbench.report import stats, synthetic, tables
 from seedbench.report.data import read_runs
 
 ALFWORLD_TYPES = ("pick", "look", "clean", "heat", "cool", "pick2")
@@ -335,6 +335,10 @@ def test_paired_difference_against_the_baseline_by_hand(study_dir):
             assert row["diff_low"] <= row["diff_mean"] <= row["diff_high"]
             assert (row["above"], row["level"], row["below"]) == (
                 sum(d > 0 for d in diffs), sum(d == 0 for d in diffs), sum(d < 0 for d in diffs))
+            assert row["p_sign_flip"] == pytest.approx(stats.sign_flip_p(diffs))
+            finals = [_final(study_dir / f"frozenlake__{arm}__tiny__s{s}", split) for s in range(4)]
+            base_finals = [_final(study_dir / f"frozenlake__grpo__tiny__s{s}", split) for s in range(3)]  # s3 left out
+            assert row["p_permutation"] == pytest.approx(stats.permutation_p(finals, base_finals))
     control = table[(table.agent == "control") & (table.split == "test")].iloc[0]
     assert control["below"] == 3 and control["diff_high"] < 0  # GRPO learns, the control does not
     assert not len(tables.paired_baseline_table(runs, baseline="gigpo"))  # no such baseline: no rows
@@ -372,7 +376,9 @@ def test_study_report_has_every_section(study_dir, tmp_path):
     final = md.split("## Final performance")[1].split("## Change from the start")[0]
     assert "micro IQM % [95% CI]" in final and "P(agent > grpo) [95% CI]" in final
     paired = md.split("## Against grpo, seed by seed")[1].split("## Change from the start")[0]
-    assert "| agent | split | seeds paired | agent − grpo, pts [95% CI over seeds] | seeds above / level / below |" in paired
+    assert ("| agent | split | seeds paired | agent − grpo, pts [95% CI over seeds] | sign-flip p | permutation p | "
+            "seeds above / level / below |") in paired
+    assert "| 0.125 | 0.0571 | 4 / 0 / 0 |" in paired  # four seeds all above: 2 / 2^4; unpaired 4 of C(8, 4) = 70
     assert "| seed | `test_large` | 4 |" in paired and "| control | `test` | 4 |" in paired
     change = md.split("## Change from the start")[1].split("## Sample efficiency")[0]
     assert "*split `test`, per arm*" in change and "*split `test_large`, per run*" in change

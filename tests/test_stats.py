@@ -126,3 +126,24 @@ def test_normalized_auc_and_x_to_reach():
     assert stats.x_to_reach([0, 10, 20], [0.0, 0.4, 0.8], 0.6) == pytest.approx(15.0)
     assert stats.x_to_reach([0, 10], [0.7, 0.9], 0.5) == 0.0
     assert math.isnan(stats.x_to_reach([0, 10], [0.1, 0.2], 0.5))
+
+
+def test_sign_flip_p_by_hand():
+    # [1, 2, 3]: of the 8 sign assignments only all-plus and all-minus reach |mean| 2 -> 2/8
+    assert stats.sign_flip_p([1, 2, 3]) == pytest.approx(0.25)
+    # [2, -1, 1]: signed sums 4, 2, 2, 0 and their negatives; |sum| >= 2 in 6 of 8
+    assert stats.sign_flip_p([2, -1, 1]) == pytest.approx(0.75)
+    assert stats.sign_flip_p([0.1] * 5) == pytest.approx(2 / 32)  # the floor at five seeds: 0.0625
+    assert stats.sign_flip_p([0, 0]) == 1.0 and math.isnan(stats.sign_flip_p([]))
+    # beyond 16 pairs: sampled, the observed assignment counted in
+    assert stats.sign_flip_p(list(range(1, 21)), n_resamples=999) == pytest.approx(1 / 1000)
+
+
+def test_permutation_p_by_hand():
+    # pooled [1, 2, 3, 4] split 2 / 2: mean differences -2, -1, 0, 0, 1, 2; |d| >= 2 in 2 of 6
+    assert stats.permutation_p([1, 2], [3, 4]) == pytest.approx(1 / 3)
+    # [0, 1] vs [1]: splits ({0,1}|1: -0.5), ({0,1}|1: -0.5), ({1,1}|0: 1); |d| >= 0.5 in all 3
+    assert stats.permutation_p([0, 1], [1]) == pytest.approx(1.0)
+    assert stats.permutation_p([1, 2, 3], [1, 2, 3]) == pytest.approx(1.0)
+    assert math.isnan(stats.permutation_p([], [1.0]))
+    assert stats.permutation_p([0] * 12, [1] * 12, n_resamples=999) == pytest.approx(1 / 1000)  # sampled

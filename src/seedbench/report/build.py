@@ -188,14 +188,19 @@ def _paired_section(runs: list[Run], opts: ReportOptions) -> Section | None:
         "mean over the seeds both arms ran, in points, with its 95 % bootstrap interval over seeds, and how "
         f"many seeds ended above, level with or below {base}. Runs of one seed share their task draws and "
         "evaluation streams, so the evaluation noise they share cancels in this difference, which the arms' means keep; "
-        "an interval that leaves 0 says the arm ended apart from the baseline on these seeds.")])
+        "an interval that leaves 0 says the arm ended apart from the baseline on these seeds. With few seeds a "
+        "bootstrap interval is too narrow, so two exact tests stand beside it: the sign-flip p-value of the "
+        "paired differences (every assignment of signs; at 5 seeds it cannot go below 0.0625) and the "
+        "permutation p-value of the arms' final values, unpaired.")])
     for env, model, _, sub in _groups_with_rows(runs, table):
         rows = [[E(r["agent"]), C(r["split"]), str(r["seeds"]),
                  T.fmt_points(r["diff_mean"], r["diff_low"], r["diff_high"]),
+                 T.fmt_num(r["p_sign_flip"]), T.fmt_num(r["p_permutation"]),
                  f"{r['above']} / {r['level']} / {r['below']}"] for _, r in sub.iterrows()]
         section.add(Section(_group_title(env, model), [Table(
-            ["agent", "split", "seeds paired", f"agent − {base}, pts [95% CI over seeds]",
-             "seeds above / level / below"], rows, numeric=[False, False, True, True, True])]))
+            ["agent", "split", "seeds paired", f"agent − {base}, pts [95% CI over seeds]", "sign-flip p",
+             "permutation p", "seeds above / level / below"], rows,
+            numeric=[False, False, True, True, True, True, True])]))
     return section
 
 

@@ -278,7 +278,10 @@ def generalization_table(runs: Sequence[Run], **kw):
 def paired_baseline_table(runs: Sequence[Run], baseline: str = "grpo", **kw):
     """Each arm against ``baseline`` seed by seed, on every eval split: the final micro success of the arm's
     run minus the baseline's run of the same seed, averaged over the seeds both have, with the bootstrap
-    interval of that mean over seeds, and how many seeds ended above, level with and below the baseline.
+    interval of that mean over seeds, and how many seeds ended above, level with and below the baseline;
+    beside the interval, which is too narrow with few seeds, two exact tests: ``p_sign_flip`` (paired, the
+    differences' signs flipped, `stats.sign_flip_p`) and ``p_permutation`` (unpaired, the arm's and the
+    baseline's final values of all their seeds relabelled, `stats.permutation_p`).
 
     Pairing by seed is what the unpaired P(X > baseline) leaves out: runs of one seed share their task
     draws and evaluation streams, so much of the evaluation noise cancels in the difference. Arms without
@@ -299,8 +302,11 @@ def paired_baseline_table(runs: Sequence[Run], baseline: str = "grpo", **kw):
                 if not diffs:
                     continue
                 diff = summarize_scores(diffs, **kw)
+                base_finals = final_values(agents[baseline], split)
                 rows.append({"env": env, "model": model, "agent": agent, "split": split, "seeds": diff["n"],
                              "diff_mean": diff["mean"], "diff_low": diff["low"], "diff_high": diff["high"],
+                             "p_sign_flip": stats.sign_flip_p(diffs),
+                             "p_permutation": stats.permutation_p(final_values(agent_runs, split), base_finals),
                              "above": sum(d > 1e-12 for d in diffs), "level": sum(abs(d) <= 1e-12 for d in diffs),
                              "below": sum(d < -1e-12 for d in diffs)})
     return pd.DataFrame(rows)
