@@ -63,7 +63,7 @@ def test_final_turn_disables_search_and_the_reference_extractor_scores_beijing()
         obs, reward, terminated, truncated, _ = env.step("<search>anything</search>")
         assert obs.startswith("<information>Doc 1") and not (terminated or truncated)
     obs, reward, terminated, truncated, info = env.step("<search>anything</search>")
-    assert obs == "<information></information>" and truncated and not terminated
+    assert obs == "" and truncated and not terminated  # Search-R1 drops the final turn's observation
     assert reward == 1.0 and info["won"]  # extracted "Beijing" from the prompt
     env = small_env(extraction="response")  # ours: no answer, no reward
     env.reset(seed=0, options={"split": "test"})
@@ -234,3 +234,61 @@ def test_loaders_read_search_r1_parquet_flashrag_jsonl_and_dataset_fields(tmp_pa
 def test_per_dataset_scores_average_the_datasets_not_the_questions():
     table = per_dataset_scores([("nq", 1), ("nq", 0), ("nq", 0), ("nq", 1), ("bamboogle", 1)])
     assert table == {"bamboogle": 1.0, "nq": 0.5, "average": 0.75}
+
+
+# ----------------------------------------------------------------------------------------------------
+# Search-R1's details, each the default with ours a named option (docs/method.md §9)
+
+
+def test_the_instruction_is_search_r1s_word_for_word_and_ours_is_an_option():
+    from seedbench.envs.search.env import INSTRUCTION
+
+    assert "You can search as many times as your want. If you find" in INSTRUCTION
+    env = small_env()
+    assert env.instruction == INSTRUCTION
+    env.reset(seed=0, options={"split": "test"})
+    assert env._transcript.startswith(INSTRUCTION + " Question: ")
+    ours = small_env(wording="seedbench")
+    assert ours.instruction == INSTRUCTION.replace("as your want", "as you want")
+    ours.reset(seed=0, options={"split": "test"})
+    assert ours._transcript.startswith(ours.instruction + " Question: ")  # the reference extractor's text too
+    assert ours.provenance()["manifest_checksum"] != env.provenance()["manifest_checksum"]
+
+
+@pytest.mark.parametrize("final_observation, action, shown, appended", [
+    ("reference", "<search>anything</search>", "", ""),
+    ("reference", "no tags at all", "", ""),
+    ("appended", "<search>anything</search>", "<information></information>", "\n\n<information></information>\n\n"),
+    ("appended", "no tags at all", INVALID_HINT, f"\n{INVALID_HINT}\n"),
+])
+def test_the_final_turns_observation_is_dropped_as_search_r1_drops_it(final_observation, action, shown, appended):
+    env = small_env(max_turns=1, final_observation=final_observation)
+    env.reset(seed=0, options={"split": "test"})
+    env.step("<search>anything</search>")
+    before = env._transcript
+    obs, _, terminated, truncated, _ = env.step(action)
+    assert (obs, truncated, terminated) == (shown, True, False)
+    assert env._transcript == before + action + appended
+
+
+def test_the_invalid_hint_of_the_final_turn_no_longer_feeds_the_reference_extractor():
+    """The hint holds "<answer> and </answer>": appended, the extractor scores "and"; dropped (Search-R1),
+    it scores the prompt's "Beijing"."""
+    for final_observation, won in (("reference", True), ("appended", False)):
+        env = small_env(max_turns=0, final_observation=final_observation)
+        env.reset(seed=0, options={"split": "test"})
+        env.question = {**env.question, "golden_answers": ["Beijing"]}
+        assert env.step("no tags at all")[4]["won"] is won
+
+
+def test_a_sequence_without_the_assistant_marker_is_invalid_unless_the_option_ignores_it():
+    answer = "<think>it is Paris</think>\n<answer>Paris</answer>"
+    scores = {}
+    for marker in ("<|im_start|>assistant\n", ""):
+        for rule in ("invalid", "ignored"):
+            env = small_env(reward="em_format", response_marker=marker, missing_marker=rule)
+            env.reset(seed=0, options={"split": "test"})
+            env.question = {**env.question, "golden_answers": ["Lyon"]}  # wrong answer: the format credit shows
+            scores[(marker, rule)] = env.step(answer)[1]
+    assert scores == {("<|im_start|>assistant\n", "invalid"): 0.2, ("<|im_start|>assistant\n", "ignored"): 0.2,
+                      ("", "invalid"): 0.1, ("", "ignored"): 0.2}

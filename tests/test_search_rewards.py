@@ -14,19 +14,29 @@ import pytest
 
 from seedbench.envs.search.rewards import retrieval_correct, search_reward, substring_match, valid_sequence
 
+MARKER = "<|im_start|>assistant\n"  # what Search-R1's is_valid_sequence looks for in the decoded sequence
 GOOD = ("<think>find the capital</think><search>capital of France</search>\n\n<information>Doc 1(Title: \"France\") "
         "Paris is the capital of France.</information>\n\n<think>found it</think><answer>{}</answer>")
 
 
+def test_a_sequence_without_the_assistant_marker_is_invalid_as_in_search_r1():
+    text = "<think>x</think><answer>Paris</answer>"
+    assert valid_sequence(text) == (False, "missing assistant marker")
+    assert valid_sequence("<|im_start|>user\nQ<|im_end|>\n<|im_start|>assistant\n" + text) == (True, "valid")
+    assert valid_sequence(text, missing_marker="ignored") == (True, "valid")
+    with pytest.raises(ValueError, match="missing_marker: unknown 'x'; choose one of invalid, ignored"):
+        valid_sequence(text, missing_marker="x")
+
+
 def test_valid_sequence_follows_search_r1s_grammar():
-    assert valid_sequence(GOOD.format("Paris")) == (True, "valid")
-    assert valid_sequence("<think>x</think><answer>Paris</answer>")[0]
-    assert not valid_sequence("<answer>Paris</answer>")[0]  # no reasoning first
-    assert not valid_sequence("I think <think>x</think><answer>Paris</answer>")[0]  # text outside the tags
-    assert not valid_sequence("<think>x</think><search>q</search>")[0]  # ends before an answer
-    assert not valid_sequence("<think>x<think></think><answer>a</answer>")[0]  # unbalanced
+    assert valid_sequence(MARKER + GOOD.format("Paris")) == (True, "valid")
+    assert valid_sequence(MARKER + "<think>x</think><answer>Paris</answer>")[0]
+    assert not valid_sequence(MARKER + "<answer>Paris</answer>")[0]  # no reasoning first
+    assert not valid_sequence(MARKER + "I think <think>x</think><answer>Paris</answer>")[0]  # text outside the tags
+    assert not valid_sequence(MARKER + "<think>x</think><search>q</search>")[0]  # ends before an answer
+    assert not valid_sequence(MARKER + "<think>x<think></think><answer>a</answer>")[0]  # unbalanced
     hint = "\nMy previous action is invalid. Let me try again.\n"
-    assert not valid_sequence("<think>x</think>" + hint + "<think>y</think><answer>a</answer>")[0]
+    assert not valid_sequence(MARKER + "<think>x</think>" + hint + "<think>y</think><answer>a</answer>")[0]
 
 
 def test_retrieval_and_substring_checks():
@@ -43,7 +53,7 @@ def test_retrieval_and_substring_checks():
     (None, "no tags at all", 0.0),
 ])
 def test_em_format_by_hand(answer, trajectory, expected):
-    value, _ = search_reward("em_format", answer, ["Paris"], trajectory, retrieval_score=0.1)
+    value, _ = search_reward("em_format", answer, ["Paris"], MARKER + trajectory, retrieval_score=0.1)
     assert value == pytest.approx(expected)
 
 

@@ -20,8 +20,10 @@ Action grammar
     neither tag is invalid: the env answers with a hint and the turn is used up.
 Observation
     ``Question: …`` after reset; ``<information>Doc 1(Title: …) …</information>`` after a search
-    (Search-R1's passage format); the hint after an invalid turn; ``<information></information>`` for a
-    search in the final, search-disabled turn.
+    (Search-R1's passage format); the hint after an invalid turn. The final, search-disabled turn gets
+    none: Search-R1 discards that turn's observation, so nothing follows the last response in the text it
+    scores (``final_observation="reference"``); ``"appended"`` returns and appends it (an empty
+    ``<information></information>`` for a search, the hint for an invalid turn).
 Rewards
     0 until the episode ends; then ``reward`` (`seedbench.envs.search.rewards`): ``em`` (default, Search-R1's
     ``compute_score_em``) ``score`` (1) for an exact match, ``format_score`` (0) for a wrong answer, 0
@@ -32,8 +34,12 @@ Rewards
     matches and takes the last: the prompt's own "<answer> and </answer>" and "<answer> Beijing
     </answer>" are two, so an episode without an answer is scored on "Beijing", and an answer written
     inside the reasoning counts. ``extraction="response"`` scores only the answer action's payload.
-    ``normalization`` picks ASCII-only punctuation stripping (reference) or Unicode. The trainer
-    subtracts ``invalid_action_penalty`` (0.01) from invalid turns.
+    ``normalization`` picks ASCII-only punctuation stripping (reference) or Unicode. ``em_format``'s
+    format check runs, as Search-R1's, on the text after the ``<|im_start|>assistant`` marker of the
+    decoded sequence: the env writes ``response_marker`` (ChatML's generation prompt, the template of
+    Qwen2.5 and SmolLM2; ``""`` for a model without one) between the question and the responses, and a
+    sequence without the marker is invalid (``missing_marker="invalid"``; ``"ignored"`` checks the whole
+    text). The trainer subtracts ``invalid_action_penalty`` (0.01) from invalid turns.
 Termination vs truncation
     Terminates on an answer (``info["won"]`` = exact match). Truncates after ``max_steps`` =
     ``max_turns`` (+1 with ``final_answer_turn``) turns; the reference extractor still scores it.
@@ -58,21 +64,27 @@ import threading
 from seedbench.envs.search.answers import (EXTRACTIONS, NORMALIZATIONS, RESPONSE_CUTS, check_option, command_text,
                                            cut_response, extract_solution, parse_turn)
 from seedbench.envs.search.data import Dataset, load_dataset
-from seedbench.envs.search.rewards import REWARDS, search_reward
+from seedbench.envs.search.rewards import MISSING_MARKER_RULES, REWARDS, search_reward
 from seedbench.envs.search.retrieval import BM25_HINT, BM25Retriever, HttpRetriever, passages_to_string
 from seedbench.envs.text_env import TextEnv
 from seedbench.provenance import digest
 
-# Our wording of Search-R1's prompt (scripts/data_process/nq_search.py). It keeps the two details that
-# change scores: the two complete <answer> tags the reference extractor counts, and the "Beijing" example.
+# Search-R1's prompt (scripts/data_process/nq_search.py, make_prefix), word for word: its "as many times as
+# your want" included. It holds the two details that change scores: the two complete <answer> tags the
+# reference extractor counts, and the "Beijing" example. `wording="seedbench"` reads "as you want".
 INSTRUCTION = (
     "Answer the given question. You must conduct reasoning inside <think> and </think> first every time you "
     "get new information. After reasoning, if you find you lack some knowledge, you can call a search engine "
     "by <search> query </search> and it will return the top searched results between <information> and "
-    "</information>. You can search as many times as you want. If you find no further external knowledge "
+    "</information>. You can search as many times as your want. If you find no further external knowledge "
     "needed, you can directly provide the answer inside <answer> and </answer>, without detailed "
     "illustrations. For example, <answer> Beijing </answer>."
 )
+WORDINGS = {"reference": INSTRUCTION, "seedbench": INSTRUCTION.replace("as many times as your want",
+                                                                        "as many times as you want")}
+FINAL_OBSERVATIONS = ("reference", "appended")
+CHATML_RESPONSE_MARKER = "<|im_start|>assistant\n"
+"""What a ChatML template (Qwen2.5's, SmolLM2's) writes between the user's message and the response."""
 FORMAT_INSTRUCTION = (
     "Now it's your turn. Reason inside <think> </think> first, then either search with <search> query "
     "</search> or give the final answer between the answer tags."
@@ -83,7 +95,9 @@ INVALID_HINT = ("My previous action is invalid. If I want to search, I should pu
 """Search-R1's hint, word for word (search_r1/llm_agent/generation.py)."""
 RETRIEVERS = ("bm25", "http")
 _DEFAULT_SCORING = {"reward": "em", "question_mark": True, "reward_scores": {
-    "score": 1.0, "format_score": 0.0, "structure_format_score": 0.2, "final_format_score": 0.1, "retrieval_score": 0.0}}
+    "score": 1.0, "format_score": 0.0, "structure_format_score": 0.2, "final_format_score": 0.1, "retrieval_score": 0.0},
+    "wording": "reference", "final_observation": "reference", "missing_marker": "invalid",
+    "response_marker": CHATML_RESPONSE_MARKER}
 _INDEXES: dict[tuple, BM25Retriever] = {}  # one bm25 index per process and corpus
 _INDEX_LOCK = threading.Lock()
 
@@ -105,8 +119,9 @@ class SearchQAEnv(TextEnv):
                  retriever_timeout_s: float = 30.0, extraction: str = "reference", response_cut: str = "reference",
                  normalization: str = "reference", reward: str = "em", score: float = 1.0,
                  format_score: float = 0.0, structure_format_score: float = 0.2, final_format_score: float = 0.1,
-                 retrieval_score: float = 0.0, question_mark: bool = True,
-                 kb_seed: int = 0, kb_size: str = "default",
+                 retrieval_score: float = 0.0, question_mark: bool = True, wording: str = "reference",
+                 final_observation: str = "reference", missing_marker: str = "invalid",
+                 response_marker: str = CHATML_RESPONSE_MARKER, kb_seed: int = 0, kb_size: str = "default",
                  train_file: str | None = None, test_file: str | None = None, corpus_file: str | None = None,
                  render_mode: str | None = None):
         super().__init__(render_mode=render_mode)
@@ -118,6 +133,11 @@ class SearchQAEnv(TextEnv):
                               "structure_format_score": float(structure_format_score),
                               "final_format_score": float(final_format_score), "retrieval_score": float(retrieval_score)}
         self.question_mark = bool(question_mark)
+        self.wording = check_option("wording", wording, tuple(WORDINGS))
+        self.instruction = WORDINGS[self.wording]
+        self.final_observation = check_option("final_observation", final_observation, FINAL_OBSERVATIONS)
+        self.missing_marker = check_option("missing_marker", missing_marker, MISSING_MARKER_RULES)
+        self.response_marker = str(response_marker)
         self.retriever_kind = check_option("retriever", retriever, RETRIEVERS)
         if retriever == "http" and not retriever_url:
             raise ValueError("retriever='http' needs retriever_url, e.g. http://127.0.0.1:8000/retrieve "
@@ -190,7 +210,7 @@ class SearchQAEnv(TextEnv):
             questions = self.data.questions[self._split]
             index = int(seed) if seed is not None else int(self.np_random.integers(len(questions)))
             self.question = questions[index % len(questions)]
-        self._transcript = f"{INSTRUCTION} Question: {self._asked()}\n"
+        self._transcript = f"{self.instruction} Question: {self._asked()}\n"
         self._prompt_chars = len(self._transcript)
         self._searched, self._retrieved, self._answer, self._won = [], set(), None, False
         return f"Question: {self._asked()}", self._info()
@@ -225,15 +245,19 @@ class SearchQAEnv(TextEnv):
             observation = f"<information>{passages_to_string(hits).strip()}</information>"
         else:
             observation = "<information></information>"
-        self._transcript += f"\n\n{observation}\n\n" if turn else f"\n{observation}\n"
+        if not search_enabled and self.final_observation == "reference":
+            observation = ""  # Search-R1 runs the last turn's step for its flags and drops what it returns
+        else:
+            self._transcript += f"\n\n{observation}\n\n" if turn else f"\n{observation}\n"
         return observation, self._score() if final_turn else 0.0, False, valid
 
     def _score(self) -> float:
         """The ``reward`` of the extracted answer (sets ``won``: the answer matches, exactly or, for
         ``subem``, as a substring)."""
         answer = extract_solution(self._transcript) if self.extraction == "reference" else self._answer
-        value, self._won = search_reward(self.reward, answer, self.question["golden_answers"],
-                                         self._transcript[self._prompt_chars:], normalization=self.normalization,
+        sequence = self.response_marker + self._transcript[self._prompt_chars:]  # what follows the question
+        value, self._won = search_reward(self.reward, answer, self.question["golden_answers"], sequence,
+                                         normalization=self.normalization, missing_marker=self.missing_marker,
                                          **self.reward_scores)
         return value
 
@@ -252,7 +276,8 @@ class SearchQAEnv(TextEnv):
         options = {k: getattr(self, k) for k in ("extraction", "response_cut", "normalization", "max_turns",
                                                   "final_answer_turn", "topk", "retriever_kind")}
         # the scoring options enter only when changed, so the default protocol keeps its checksum
-        scoring = {"reward": self.reward, "reward_scores": self.reward_scores, "question_mark": self.question_mark}
+        scoring = {"reward": self.reward, "reward_scores": self.reward_scores, "question_mark": self.question_mark,
+                   **{k: getattr(self, k) for k in ("wording", "final_observation", "missing_marker", "response_marker")}}
         options.update({k: v for k, v in scoring.items() if v != _DEFAULT_SCORING[k]})
         return {"data_source": self.data.data_source, "generator_version": self.generator_version,
                 "manifest_checksum": digest({"data": self.data.checksum, "options": options})}

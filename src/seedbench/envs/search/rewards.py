@@ -17,9 +17,9 @@
                                 a passage held the answer)
   ============================  ==========================  ===========================================
 
-The reference checks the format of everything after the chat template's ``<|im_start|>assistant`` marker
-(so with a template without that marker every trajectory is "invalid"); seedbench checks the same text,
-the trajectory after the question prompt, whatever the template.
+The reference checks the format of everything after the chat template's ``<|im_start|>assistant`` marker,
+so with a template without that marker every trajectory is "invalid": ``missing_marker="invalid"``.
+``"ignored"`` checks the whole text when the marker is missing.
 """
 
 from __future__ import annotations
@@ -29,6 +29,8 @@ import re
 from seedbench.envs.search.answers import exact_match, normalize_answer
 
 REWARDS = ("em", "subem", "em_format")
+MISSING_MARKER_RULES = ("invalid", "ignored")
+_ASSISTANT_MARKER = re.compile(r"<\|im_start\|>assistant\s*")
 
 _TAG = re.compile(r"(</?(?:think|search|information|answer)>)")
 _INFORMATION = re.compile(r"<information>(.*?)</information>", re.DOTALL)
@@ -52,10 +54,19 @@ def substring_match(prediction: str | None, golden: str | list[str], normalizati
     return any(normalize_answer(g, normalization) in predicted for g in golden)
 
 
-def valid_sequence(text: str) -> tuple[bool, str]:
-    """Search-R1's ``is_valid_sequence`` on the trajectory after the prompt: every tag balanced, the tags in
-    the order think → (search → information → think)* → answer, only whitespace between a closing tag and
-    the next opening one, and the trajectory ends with ``</answer>``. Returns (valid, reason)."""
+def valid_sequence(text: str, missing_marker: str = "invalid") -> tuple[bool, str]:
+    """Search-R1's ``is_valid_sequence`` on a decoded sequence: what follows its first
+    ``<|im_start|>assistant`` marker must have every tag balanced, the tags in the order think → (search →
+    information → think)* → answer, only whitespace between a closing tag and the next opening one, and end
+    with ``</answer>``. A sequence without the marker is invalid (``missing_marker="invalid"``, the
+    reference) or checked whole (``"ignored"``). Returns (valid, reason)."""
+    marker = _ASSISTANT_MARKER.search(text)
+    if marker is not None:
+        text = text[marker.end():]
+    elif missing_marker == "invalid":
+        return False, "missing assistant marker"
+    elif missing_marker != "ignored":
+        raise ValueError(f"missing_marker: unknown {missing_marker!r}; choose one of {', '.join(MISSING_MARKER_RULES)}")
     for tag in ("think", "search", "information", "answer"):
         opened, closed = text.count(f"<{tag}>"), text.count(f"</{tag}>")
         if opened != closed:
@@ -84,10 +95,10 @@ def retrieval_correct(text: str, golden: list[str], normalization: str = "refere
 def search_reward(reward: str, answer: str | None, golden: list[str], trajectory: str = "", *,
                   normalization: str = "reference", score: float = 1.0, format_score: float = 0.0,
                   structure_format_score: float = 0.2, final_format_score: float = 0.1,
-                  retrieval_score: float = 0.0) -> tuple[float, bool]:
-    """(reward, correct) of one episode. `answer`: the extracted answer (None: none); `trajectory`: the text
-    after the prompt (``em_format`` only). `correct` is the match the reward is built on (exact, or
-    substring for ``subem``)."""
+                  retrieval_score: float = 0.0, missing_marker: str = "invalid") -> tuple[float, bool]:
+    """(reward, correct) of one episode. `answer`: the extracted answer (None: none); `trajectory`: the
+    decoded sequence from the assistant marker on (``em_format`` only; `valid_sequence`). `correct` is the
+    match the reward is built on (exact, or substring for ``subem``)."""
     if reward == "subem":
         correct = substring_match(answer, golden, normalization)
     else:
@@ -98,7 +109,7 @@ def search_reward(reward: str, answer: str | None, golden: list[str], trajectory
         return (score if correct else format_score), correct
     if reward != "em_format":
         raise ValueError(f"reward: unknown {reward!r}; choose one of {', '.join(REWARDS)}")
-    valid, _ = valid_sequence(trajectory)
+    valid, _ = valid_sequence(trajectory, missing_marker)
     partial = structure_format_score + (retrieval_score if retrieval_correct(trajectory, golden, normalization) else 0.0)
     if correct:
         return (score if valid else score - structure_format_score), True
