@@ -55,7 +55,8 @@ def build_parser() -> argparse.ArgumentParser:
     limits.add_argument("--max-topk", type=positive_int, default=DEFAULTS.max_topk,
                         help=f"largest topk a request may ask (default {DEFAULTS.max_topk})")
     limits.add_argument("--read-timeout", type=positive_float, default=DEFAULTS.read_timeout_s,
-                        help="seconds a silent connection may hold a worker before 408/close "
+                        help="seconds a request may take to arrive in full (request line, headers and body) "
+                             "before 408/close "
                              f"(default {DEFAULTS.read_timeout_s:g})")
     limits.add_argument("--backlog", type=positive_int, default=DEFAULTS.request_queue_size,
                         help=f"listen backlog: connections queued before accept (default {DEFAULTS.request_queue_size})")
