@@ -526,3 +526,22 @@ def test_archive_receives_each_run_as_it_finishes_and_the_report_reads_it(tmp_pa
     shutil.rmtree(tmp_path / "kept")
     ex.run_experiment(spec, command_prefix=FAKE, echo=lambda _: None)  # nothing to run: complete runs copied
     assert len(read_runs(tmp_path / "kept")) == 4
+
+
+def test_runs_kept_in_the_archive_are_skipped_on_a_fresh_machine(tmp_path):
+    """A study moved to a machine without its run directories skips every run its archive holds complete,
+    says how many, and lists what remains seed by seed; the rest run as usual and are archived."""
+    arms = ["grpo", {"name": "grpo", "label": "control", "set": {"optim.lr": 0}}]
+    first = spec_for(tmp_path / "machine-a", agents=arms, seeds=[0, 1], order="seeds", archive=str(tmp_path / "kept"))
+    ex.run_experiment(first, command_prefix=FAKE, echo=lambda _: None)
+    import shutil
+    shutil.rmtree(tmp_path / "kept" / "choice__control__tiny__s1")  # seed 1's control never got archived
+    again = spec_for(tmp_path / "machine-b", agents=arms, seeds=[0, 1], order="seeds", archive=str(tmp_path / "kept"))
+    messages: list[str] = []
+    outcomes = {o.run: o.status for o in ex.run_experiment(again, command_prefix=FAKE, echo=messages.append)}
+    assert outcomes == {"choice__grpo__tiny__s0": "archived", "choice__control__tiny__s0": "archived",
+                        "choice__grpo__tiny__s1": "archived", "choice__control__tiny__s1": "completed"}
+    assert messages[0].endswith(f"0 complete, 3 archived in {tmp_path / 'kept'} (skipped), 0 to resume, 1 to start")
+    assert messages[1] == "  remaining: seed 1: control"
+    assert (tmp_path / "kept" / "choice__control__tiny__s1" / "summary.json").is_file()
+    assert not (tmp_path / "machine-b" / "choice__grpo__tiny__s0").exists()

@@ -18,7 +18,8 @@ A spec is YAML (see ``configs/experiments/tiny_choice.yaml``)::
 Each run is a subprocess (``python -m seedbench run ... --output <run dir> [--resume]``), so a crash or a
 kill of one run never corrupts another, and a killed experiment restarts cleanly: a run directory whose
 summary.json says ``complete: true`` is skipped, one with any content is continued with ``--resume``
-(the trainer resumes from its last checkpoint), and a missing one starts fresh. Run directories are
+(the trainer resumes from its last checkpoint), and a missing one starts fresh, unless the spec's
+``archive`` folder holds it complete (a study continued on another machine): then it is skipped too. Run directories are
 ``<output>/<env>__<arm>__<model>__s<seed>`` and logs ``<output>/logs/<same name>.log``; the arm is the
 entry's ``label`` (default: the agent's name), recorded in the run directory as ``arm.json`` (`arm`), which
 reports and leaderboards group by. Two entries of one agent need distinct labels.

@@ -106,10 +106,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         raise
     if args.dry_run:
         return 0
-    failed = [o for o in outcomes if o.status not in ("skipped", "completed")]
+    failed = [o for o in outcomes if o.status not in ("skipped", "archived", "completed")]
     ran = sum(1 for o in outcomes if o.status == "completed")
+    kept = sum(o.status == "archived" for o in outcomes)
     print(f"experiment {spec.name}: {ran} run(s) finished now, {sum(o.status == 'skipped' for o in outcomes)} "
-          f"were already complete, {len(failed)} failed")
+          f"were already complete" + (f", {kept} already archived" if kept else "") + f", {len(failed)} failed")
     if failed:
         print("failed: " + ", ".join(o.run for o in failed) + f" (logs in {spec.output / 'logs'}); rerun to retry")
         return 1

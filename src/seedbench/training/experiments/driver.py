@@ -15,7 +15,7 @@ from seedbench.training.experiments.arm import write_arm
 from seedbench.training.experiments.local import LocalExecutor, auto_workers, visible_gpus
 from seedbench.training.experiments.ray_executor import RayExecutor
 from seedbench.training.experiments.spec import ExperimentError, ExperimentSpec, RunSpec, expand
-from seedbench.training.experiments.status import Outcome, run_status
+from seedbench.training.experiments.status import Outcome, archived, run_status
 from seedbench.training.run_lock import LockHeld, exclusive_lock
 
 
@@ -64,13 +64,18 @@ def run_experiment(
 ) -> list[Outcome]:
     """Run every missing or partial run of ``spec``; returns one `Outcome` per run (skips included)."""
     runs = expand(spec)
-    plan = [(run, run_status(run)) for run in runs]
-    todo = [(run, status == "partial") for run, status in plan if status != "complete"]
-    done_already = len(plan) - len(todo)
+    plan = [(run, _status(spec, run)) for run in runs]
+    todo = [(run, status == "partial") for run, status in plan if status not in ("complete", "archived")]
+    done_already = sum(status == "complete" for _, status in plan)
+    kept = sum(status == "archived" for _, status in plan)
     resumed = sum(1 for _, resume in todo if resume)
     echo(f"experiment {spec.name}: {len(runs)} runs in {spec.output}: {done_already} complete, "
-         f"{resumed} to resume, {len(todo) - resumed} to start")
-    outcomes = {run.name: Outcome(run.name, "skipped", "none") for run, status in plan if status == "complete"}
+         + (f"{kept} archived in {spec.archive} (skipped), " if kept else "")
+         + f"{resumed} to resume, {len(todo) - resumed} to start")
+    if kept and todo:
+        echo("  remaining: " + _remaining_by_seed([run for run, _ in todo]))
+    outcomes = {run.name: Outcome(run.name, "skipped" if status == "complete" else "archived", "none")
+                for run, status in plan if status in ("complete", "archived")}
     if dry_run:
         for run, status in plan:
             echo(f"  {status:<8} {run.name}")
@@ -130,6 +135,21 @@ def run_experiment(
                 signal.signal(signal.SIGTERM, previous)
             _write_state(spec, runs, outcomes)
     return [outcomes.get(r.name, Outcome(r.name, "interrupted", "none")) for r in runs]
+
+
+def _status(spec: ExperimentSpec, run: RunSpec) -> str:
+    """`run_status`, except that a run the spec's archive holds complete is ``archived`` unless its run
+    directory is itself complete: a study that moves between machines skips what it has already kept."""
+    status = run_status(run)
+    return "archived" if status != "complete" and archived(run, spec.archive) else status
+
+
+def _remaining_by_seed(runs: list[RunSpec]) -> str:
+    """``seed 3: grpo, seed; seed 4: grpo`` — the runs still to do, one group per seed (a seed is a unit)."""
+    by_seed: dict[int, list[str]] = {}
+    for run in runs:
+        by_seed.setdefault(run.seed, []).append(run.arm)
+    return "; ".join(f"seed {seed}: {', '.join(arms)}" for seed, arms in by_seed.items())
 
 
 def _archive(spec: ExperimentSpec, finished: list[RunSpec]) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 from seedbench.jsonio import read_json
 from seedbench.training.experiments.arm import ARM_FILE, holds_run_files, read_arm
@@ -36,10 +37,19 @@ def run_status(run: RunSpec) -> str:
     return "partial"
 
 
+def archived(run: RunSpec, archive: Path | None) -> bool:
+    """Whether the archive folder holds this run complete at the requested budget (its summary.json): the
+    run's logs were kept, so the run need not exist on this machine to count as done."""
+    if archive is None:
+        return False
+    summary = read_json(archive / run.name / "summary.json")
+    return bool(summary.get("complete")) and int(summary.get("iterations_done", -1)) >= run.iterations
+
+
 @dataclass
 class Outcome:
     run: str
-    status: str  # skipped | completed | failed | interrupted
+    status: str  # skipped | archived | completed | failed | interrupted
     action: str  # none | fresh | resume
     returncode: int | None = None
     seconds: float = 0.0
