@@ -72,6 +72,9 @@ def test_every_shipped_spec_expands_into_valid_run_configs(path):
             ran.pop("output"), now.pop("output")
             assert now["optim"].pop("forward_batch_size") is None  # the fields added since: their old behaviour
             assert now["eval"].pop("same_stream") is False
+            assert now.pop("report") is False  # after the run ends: nothing the training sees
+            assert now["rollout"].pop("max_prompt_tokens", None) is None  # no prompt budget: every prompt kept
+            now.pop("hardware", None)  # what the recipe is written for (`seedbench plan`): nothing the run uses
             assert now == ran, run.name
             compared += 1
     if path.name == "cpu_study.yaml":
