@@ -1,9 +1,13 @@
-"""GPU check: generation, update and one GRPO and one SEED iteration on one GPU, in under 8 minutes, JSON out.
+"""GPU check: one call, one verdict on one GPU in under 8 minutes, JSON out.
 
     python benchmarks/gpu_check.py [--out benchmarks/results/gpu/gpu_check.json] [--budget-s 450]
-    python benchmarks/gpu_check.py --tiny        # CPU, tiny shapes: the same code path in < 1 minute
+    python benchmarks/gpu_check.py --cpu-smoke   # (or --tiny) CPU, tiny shapes: the same code path, ~1 minute
 
-Written for a machine with one H200, torch 2.11 and transformers 5.17 preinstalled, no package registry,
+The last line printed is the verdict, ``gpu_check: verdict PASS`` or ``FAIL (<reasons>)``: FAIL when a part
+failed, when the engine's log-probs were flagged against the trainer's, or when the memory plan predicted
+less than 90 % of a measured peak (a run it says fits could run out of memory).
+
+Written for a machine with one H100 or H200, torch 2.11 and transformers 5.17 preinstalled, no package registry,
 no vLLM and no gymnasium. No weights travel: the models are built from a config in the shapes of
 Qwen2.5-0.5B and Qwen2.5-1.5B (random weights) with a word-level tokenizer of the same vocabulary size
 (seedbench's tiny tokenizer padded with filler words), saved once to a temporary directory, and loaded
@@ -11,6 +15,12 @@ through seedbench's own `load_policy` (fp32 master weights, bf16 compute: autoca
 copy). gymnasium, which ``import seedbench`` needs, is installed from the wheels in ``--wheelhouse``
 (default ``wheelhouse/`` at the repository root) when it is missing; docs/performance.md ("GPU check")
 says how to fill that folder and run this through the device tool.
+
+First, on the empty GPU: the versions (torch and its CUDA build, transformers, vLLM when installed) and the
+NVIDIA driver (``nvidia-smi``); then ``memory_plan``: the peak of two updates of each shape, with and without
+gradient checkpointing, through the bf16 compute copy, each in a fresh process
+(``benchmarks/memory_plan_check.py``'s measurement), against `seedbench.training.memory_plan`'s prediction,
+error = (predicted − measured) / measured; where that module is not importable the step says so and skips.
 
 Measured, per model shape (each part in its own try block, so one failure leaves the others' figures):
 
@@ -26,7 +36,10 @@ Measured, per model shape (each part in its own try block, so one failure leaves
   masked call): bf16 forward + backward seconds of the micro-batch at 64 and 256 response tokens, and the
   per-run tree's log-prob and gradient max |Δ| against the padded layout in fp32;
 
-and, with the smaller shape, one full ``grpo`` and one ``seed`` iteration on Sokoban through
+and, with the smaller shape: ``checkpoint``, the time to write a run's checkpoint (weights, AdamW state,
+RNG streams: `seedbench.training.run_state.save_checkpoint`) and its size; ``vllm``, where vLLM is installed,
+its engine's generation and its bf16 log-prob gap against the trainer (a line saying it is skipped where it is
+not); and one full ``grpo`` and one ``seed`` iteration on Sokoban through
 `seedbench.training.trainer.train` (metrics.jsonl's ``time/…`` fields), ``model.dtype=bf16`` with
 ``model.bf16_compute=param_copy`` (the bf16 compute copy, a run's default). Parts left when ``--budget-s``
 is spent are recorded as skipped. The exit status is 1 when a part failed. The first line printed says the
@@ -58,9 +71,10 @@ SHAPES = {  # the configs of Qwen/Qwen2.5-0.5B and -1.5B (config.json), random w
 }
 TINY_SHAPE = {"qwen2-tiny": dict(hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
                                  num_key_value_heads=2, vocab_size=512, tie_word_embeddings=True)}
-PARTS = ("generation", "update", "logprob_gap_bf16", "packing", "iterations")
+PARTS = ("memory_plan", "generation", "update", "logprob_gap_bf16", "packing", "checkpoint", "vllm", "iterations")
+PLAN_UNDERPREDICTION = 0.9  # FAIL when predicted < 90 % of measured: a run the plan passes could run out of memory
 ITERATION_BF16_COMPUTE = "param_copy"  # model.bf16_compute of the iterations (the update part: autocast)
-H200_BF16_PEAK_TFLOPS = 989.0  # dense bf16, NVIDIA's H200 SXM spec (the device notes measured ~790 on a matmul)
+H200_BF16_PEAK_TFLOPS = 989.0  # dense bf16, NVIDIA's H100 and H200 SXM spec (the device notes measured ~790 on a matmul)
 
 
 def plan(tiny: bool) -> dict:
@@ -70,13 +84,16 @@ def plan(tiny: bool) -> dict:
                     update_response=8, update_steps=1, gap_prompts=2, iteration_shape="qwen2-tiny",
                     packing_groups=2, packing_group_size=2, packing_responses=[2],
                     rollout=dict(tasks_per_batch=1, group_size=2, max_new_tokens=4, max_steps=2),
-                    eval=dict(num_tasks=1, max_new_tokens=4), analysis_max_new_tokens=8, micro_batch=2)
+                    eval=dict(num_tasks=1, max_new_tokens=4), analysis_max_new_tokens=8, micro_batch=2,
+                    memory_cases=[("qwen2-tiny", TINY_SHAPE["qwen2-tiny"], 2, 24, 8)])
     return dict(shapes=SHAPES, device="cuda", batches=[16, 64, 128], new_tokens=64, update_batch=8,
                 update_prompt=768, update_response=256, update_steps=3, gap_prompts=16,
                 packing_groups=4, packing_group_size=4, packing_responses=[64, 256],
                 iteration_shape="qwen2.5-0.5b",
                 rollout=dict(tasks_per_batch=4, group_size=4, max_new_tokens=64, max_steps=5),
-                eval=dict(num_tasks=2, max_new_tokens=32), analysis_max_new_tokens=128, micro_batch=8)
+                eval=dict(num_tasks=2, max_new_tokens=32), analysis_max_new_tokens=128, micro_batch=8,
+                memory_cases=[(name, SHAPES[name], batch, 1024, 256) for name, batch in (("qwen2.5-0.5b", 4),
+                                                                                         ("qwen2.5-1.5b", 2))])
 
 
 def ensure_gymnasium(wheelhouse: Path) -> str:
@@ -342,6 +359,137 @@ def run_iteration(agent: str, checkpoint: Path, p: dict, directory: Path) -> dic
     return {"wall_s_with_evals": wall, **(run_precision(path) or {}), **keep}
 
 
+def nvidia_driver() -> str | None:
+    """The NVIDIA driver version (``nvidia-smi``), None where there is none."""
+    try:
+        out = subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
+                             capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return out.stdout.strip().splitlines()[0] if out.returncode == 0 and out.stdout.strip() else None
+
+
+def versions() -> dict:
+    """What the verdict ran on: Python, torch (and its CUDA build), transformers, vLLM, the driver."""
+    import torch
+    import transformers
+
+    vllm = importlib.util.find_spec("vllm")
+    vllm_version = None
+    if vllm is not None:
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            vllm_version = version("vllm")
+        except PackageNotFoundError:
+            vllm_version = "installed (version unknown)"
+    return {"torch": torch.__version__, "torch_cuda": torch.version.cuda, "transformers": transformers.__version__,
+            "vllm": vllm_version, "python": platform.python_version(), "nvidia_driver": nvidia_driver()}
+
+
+def measure_memory_plan(p: dict) -> dict:
+    """The plan's predicted update peak against a measured one per case (shape, checkpointing off and on), each
+    measured in a fresh process by ``benchmarks/memory_plan_check.py``'s own measurement."""
+    if importlib.util.find_spec("seedbench.training.memory_plan") is None:
+        return {"skipped": "seedbench.training.memory_plan is not importable: no memory plan to check"}
+    if not (ROOT / "benchmarks" / "memory_plan_check.py").is_file():
+        return {"skipped": "benchmarks/memory_plan_check.py (the measurement) is missing"}
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import memory_plan_check
+
+    rows = []
+    for label, shape, batch, prompt, response in p["memory_cases"]:
+        config = {k: v for k, v in shape.items() if k != "tie_word_embeddings"}
+        for checkpointing in (False, True):
+            spec = dict(device=p["device"], config=config, batch=batch, prompt=prompt, response=response, bf16=True,
+                        checkpointing=checkpointing)
+            out = subprocess.run([sys.executable, memory_plan_check.__file__, "--child", json.dumps(spec)],
+                                 capture_output=True, text=True, check=True, env=dict(os.environ, PYTHONPATH=os.pathsep.join(
+                                     [str(ROOT / "src"), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep)))
+            measured = json.loads(out.stdout.strip().splitlines()[-1])["measured"]
+            predicted = memory_plan_check.predicted(spec)
+            rows.append({"case": label, "checkpointing": checkpointing, "batch": batch, "tokens": prompt + response,
+                         "predicted_gib": predicted / 2**30, "measured_gib": measured / 2**30,
+                         "error_pct": 100.0 * (predicted - measured) / measured if measured > 0 else None})
+    judged = p["device"] == "cuda"  # a CPU peak at tiny shapes is allocator noise, not the plan's terms
+    under = [r for r in rows if judged and r["error_pct"] is not None
+             and r["predicted_gib"] < PLAN_UNDERPREDICTION * r["measured_gib"]]
+    return {"rows": rows, "judged": judged, "underpredicted": [f"{r['case']} ckpt={r['checkpointing']}" for r in under],
+            "max_abs_error_pct": max((abs(r["error_pct"]) for r in rows if r["error_pct"] is not None), default=None)}
+
+
+def measure_checkpoint(policy, directory: Path) -> dict:
+    """Write one checkpoint as a run does (weights, AdamW state after a step, RNG streams): seconds and bytes."""
+    import torch
+
+    from seedbench.training.distributed import SingleProcess
+    from seedbench.training.run_state import save_checkpoint
+    from seedbench.training.rundir import RunDir
+
+    params = [q for q in policy.model.parameters() if q.requires_grad]
+    optimizer = torch.optim.AdamW(params, lr=1e-7)
+    for q in params:
+        q.grad = torch.zeros_like(q)
+    optimizer.step()  # AdamW's m and v exist, as after any update
+    optimizer.zero_grad(set_to_none=True)
+    run_dir = RunDir(directory / "checkpoint_run")
+    synchronize(policy.device)
+    t0 = time.perf_counter()
+    path = save_checkpoint(SingleProcess(), run_dir, policy.model, optimizer, {"iteration": 1}, keep=1)
+    seconds = time.perf_counter() - t0
+    size = sum(f.stat().st_size for f in Path(path).rglob("*") if f.is_file())
+    del optimizer
+    import shutil
+
+    shutil.rmtree(run_dir.path, ignore_errors=True)
+    return {"seconds": seconds, "bytes": size, "gib": size / 2**30, "gib_per_s": size / 2**30 / seconds,
+            "bytes_per_param": size / sum(q.numel() for q in policy.model.parameters())}
+
+
+def measure_vllm(policy, p: dict) -> dict:
+    """vLLM's engine on this shape: start-up, generation and its bf16 log-prob gap against the trainer."""
+    if importlib.util.find_spec("vllm") is None:
+        return {"skipped": "vLLM is not installed (pip install -e \".[vllm]\" torch==2.13.0, docs/install.md)"}
+    import torch
+
+    from seedbench.engines.base import SamplingParams
+    from seedbench.engines.vllm import VLLMEngine
+    from seedbench.training.logprob_check import check_engine
+
+    t0 = time.perf_counter()
+    engine = VLLMEngine(policy.model, policy.tokenizer, device=policy.device, dtype=policy.compute_dtype, seed=0,
+                        gpu_memory_utilization=0.3)
+    startup = time.perf_counter() - t0
+    try:
+        prompts = agent_prompts(policy.tokenizer, p["gap_prompts"])
+        params = SamplingParams(max_new_tokens=p["new_tokens"], stop=[])
+        t0 = time.perf_counter()
+        out = engine.generate(prompts, params)
+        seconds = time.perf_counter() - t0
+        torch.manual_seed(0)
+        check = check_engine(engine, policy.model, policy.tokenizer, prompts, params, policy.device,
+                             autocast=policy.autocast())
+    finally:
+        engine.close()
+    return {"startup_s": startup, "max_model_len": engine.max_model_len,
+            "tokens_per_s": sum(len(g.token_ids) for g in out) / seconds,
+            "logprob_gap": {"mean_abs_diff": check.mean_abs_diff, "max_abs_diff": check.max_abs_diff,
+                            "flagged": check.flagged, "threshold": check.threshold}}
+
+
+def verdict(record: dict) -> str:
+    """PASS, or FAIL with its reasons: a failed part, a flagged log-prob gap, a plan below a measured peak."""
+    reasons = [f"{key} failed" for key, value in _parts(record) if "error" in value]
+    for key, value in _parts(record):
+        gap = value.get("logprob_gap", value) if key.endswith(("logprob_gap_bf16", "vllm")) else {}
+        if isinstance(gap, dict) and gap.get("flagged"):
+            reasons.append(f"{key}: engine log-probs flagged ({gap['mean_abs_diff']:.4f} > {gap['threshold']})")
+    plan = record.get("memory_plan") or {}
+    if plan.get("underpredicted"):
+        reasons.append(f"memory plan below the measured peak: {', '.join(plan['underpredicted'])}")
+    return "PASS" if not reasons else f"FAIL ({'; '.join(reasons)})"
+
+
 def part(record: dict, key: str, fn, deadline: float) -> None:
     """Run one measurement into record[key]; a failure or a spent budget is recorded, never raised."""
     if time.monotonic() > deadline:
@@ -359,7 +507,8 @@ def part(record: dict, key: str, fn, deadline: float) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--tiny", action="store_true", help="CPU, tiny shapes (the test and a dry run)")
+    parser.add_argument("--tiny", "--cpu-smoke", dest="tiny", action="store_true",
+                        help="CPU, tiny shapes: the steps that run on a CPU (the test and a dry run)")
     parser.add_argument("--out", default=str(ROOT / "benchmarks/results/gpu/gpu_check.json"))
     parser.add_argument("--budget-s", type=float, default=450.0, help="start no part after this many seconds")
     parser.add_argument("--wheelhouse", default=str(ROOT / "wheelhouse"))
@@ -374,7 +523,6 @@ def main(argv: list[str] | None = None) -> int:
 
     threads.configure()  # the seedbench command's OpenMP settings, before torch loads
     import torch
-    import transformers
 
     sys.path.insert(0, str(ROOT / "benchmarks"))
     from update_speed import precision, print_precision
@@ -392,9 +540,11 @@ def main(argv: list[str] | None = None) -> int:
     record: dict = {"benchmark": "gpu_check", "tiny": args.tiny, "gymnasium": gymnasium, "precision": parts_precision,
                     "machine": {"platform": platform.platform(), "cpus": os.cpu_count(),
                                 "gpu": torch.cuda.get_device_name(0) if torch.cuda.is_available() else None},
-                    "versions": {"torch": torch.__version__, "transformers": transformers.__version__,
-                                 "python": platform.python_version()}, "models": {}, "iterations": {}}
+                    "versions": versions(), "models": {}, "iterations": {}}
+    print(f"gpu_check: versions {json.dumps(record['versions'])}; gpu {record['machine']['gpu']}", flush=True)
     deadline = start + args.budget_s
+    if "memory_plan" in p["parts"]:  # first, on the empty GPU
+        part(record, "memory_plan", lambda: measure_memory_plan(p), deadline)
     with tempfile.TemporaryDirectory(prefix="gpu_check_") as tmp:
         directory = Path(tmp)
         for name, shape in shapes.items():
@@ -409,9 +559,11 @@ def main(argv: list[str] | None = None) -> int:
     record["failed_parts"] = failed
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
+    record["verdict"] = verdict(record)
     out.write_text(json.dumps(record, indent=2, default=str) + "\n")
     print(f"gpu_check: done in {record['total_s']:.0f} s; {len(failed)} failed parts {failed}; wrote {out}")
-    return 1 if failed else 0
+    print(f"gpu_check: verdict {record['verdict']}", flush=True)
+    return 0 if record["verdict"] == "PASS" else 1
 
 
 def measure_model(name: str, shape: dict, p: dict, directory: Path, entry: dict) -> dict:
@@ -430,6 +582,9 @@ def measure_model(name: str, shape: dict, p: dict, directory: Path, entry: dict)
             "precision": precision(policy.compute_dtype, "autocast")["precision"]}  # as loaded
     measures = {"generation": measure_generation, "update": measure_update, "logprob_gap_bf16": measure_logprob_gap,
                 "packing": measure_packing}
+    if name == p["iteration_shape"]:  # once: the smaller shape
+        measures.update(checkpoint=lambda policy, p: measure_checkpoint(policy, directory),
+                        vllm=measure_vllm)
     for key in (key for key in PARTS if key in measures and key in p["parts"]):
         part(entry, key, lambda: measures[key](policy, p), float("inf"))  # noqa: B023 - called now
     policy = None  # free the model (and its GPU memory) before the next shape
@@ -439,6 +594,8 @@ def measure_model(name: str, shape: dict, p: dict, directory: Path, entry: dict)
 
 
 def _parts(record: dict):
+    if isinstance(record.get("memory_plan"), dict):
+        yield "memory_plan", record["memory_plan"]
     for name, entry in record["models"].items():
         for key, value in entry.items():
             if isinstance(value, dict) and key != "shape":

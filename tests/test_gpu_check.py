@@ -27,7 +27,18 @@ def test_tiny_run_writes_every_field(tmp_path):
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     record = json.loads(out.read_text())
     assert record["failed_parts"] == [] and record["tiny"] is True
-    assert set(record["versions"]) >= {"torch", "transformers"}
+    assert set(record["versions"]) >= {"torch", "torch_cuda", "transformers", "vllm", "nvidia_driver"}
+    assert proc.stdout.rstrip().endswith("gpu_check: verdict PASS") and record["verdict"] == "PASS"
+    plan = record["memory_plan"]
+    if "skipped" not in plan:  # the plan's module is there: both checkpointing settings measured and predicted
+        assert [row["checkpointing"] for row in plan["rows"]] == [False, True] and plan["judged"] is False
+        assert all(row["measured_gib"] > 0 and row["predicted_gib"] > 0 for row in plan["rows"])
+    checkpoint = record["models"]["qwen2-tiny"]["checkpoint"]
+    params = record["models"]["qwen2-tiny"]["model"]["params"]
+    assert checkpoint["seconds"] > 0 and checkpoint["bytes"] >= 12 * params  # fp32 weights + AdamW m and v
+    vllm = record["models"]["qwen2-tiny"]["vllm"]
+    if importlib.util.find_spec("vllm") is None:
+        assert vllm["skipped"].startswith("vLLM is not installed") and "gpu_check: vllm: {\"skipped\"" in proc.stdout
     model = record["models"]["qwen2-tiny"]
     assert model["model"]["params"] > 0
     gen = model["generation"]["2"]
@@ -64,3 +75,18 @@ def test_missing_gymnasium_without_wheels_names_the_fix(tmp_path, monkeypatch):
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "gymnasium" else real(name, *a))
     with pytest.raises(SystemExit, match="pip download gymnasium farama-notifications"):
         gpu_check.ensure_gymnasium(tmp_path / "wheelhouse")
+
+
+def test_verdict_fails_on_a_failed_part_a_flagged_gap_or_a_plan_below_the_measured_peak():
+    def record(**parts):
+        return {"memory_plan": parts.pop("plan", {"rows": [], "underpredicted": []}),
+                "models": {"m": {"shape": {}, "model": {}, **parts}}, "iterations": {}}
+
+    gap = {"mean_abs_diff": 0.01, "threshold": 0.05, "flagged": False}
+    assert gpu_check.verdict(record(logprob_gap_bf16=gap, vllm={"skipped": "vLLM is not installed"})) == "PASS"
+    assert gpu_check.verdict(record(update={"error": "OutOfMemoryError: ..."})) == "FAIL (m/update failed)"
+    flagged = {"logprob_gap": {"mean_abs_diff": 0.2, "threshold": 0.05, "flagged": True}}
+    assert gpu_check.verdict(record(vllm=flagged)) == \
+        "FAIL (m/vllm: engine log-probs flagged (0.2000 > 0.05))"
+    assert gpu_check.verdict(record(plan={"underpredicted": ["qwen2.5-1.5b ckpt=False"]})) == \
+        "FAIL (memory plan below the measured peak: qwen2.5-1.5b ckpt=False)"
