@@ -112,7 +112,8 @@ class ModelConfig:
     (a tiny randomly initialised model for tests). Vision models (docs/vlm.md): a checkpoint with a
     ``vision_config`` (``Qwen/Qwen2.5-VL-3B-Instruct``), ``smollm2-vl`` (CPU demo) or ``tiny-vlm`` (tests)."""
     device: str = "auto"
-    """``auto`` = CUDA when present, else CPU; or ``cpu``, ``cuda``, ``cuda:N``."""
+    """``auto`` = this process's GPU (``cuda:LOCAL_RANK``; ``cuda:0`` in one process) when CUDA is present, else
+    CPU; or ``cpu``, ``cuda`` (the same GPU as ``auto``), ``cuda:N``."""
     dtype: DType = "auto"
     """``auto`` = bf16 on CUDA and on CPUs with native bf16 (AVX-512-BF16/AMX), else fp32 (emulated bf16
     is slower than fp32 on a CPU without it, docs/performance.md "bf16 on CPU")."""
@@ -342,7 +343,8 @@ class VLLMConfig:
     gpu_memory_utilization: UnitInterval | None = None
     """Fraction of GPU memory vLLM may take (weights + KV cache)."""
     max_model_len: Count | None = None
-    """Context length vLLM allocates for; prompt + response budgets must fit (checked for SEED's analysis)."""
+    """Context length vLLM allocates for; empty = derived from the run's budgets (the longest prompt + response,
+    docs/engines.md "Context length"), else the model's own limit. Every budget must fit it."""
     enforce_eager: bool | None = None
     """True skips CUDA-graph capture and compilation: a shorter start-up for some generation speed
     (docs/engines.md)."""
