@@ -11,21 +11,30 @@ group, and calls the same methods either way:
   ids one process would give. Evaluation uses the same wrapper with ``gather=True``.
 - update: `sample_layout` makes mini-batches from the *global* sample list (rank 0's samples, then rank
   1's, …) with the same shuffle on every rank; each rank runs forward/backward on its own members of a
-  mini-batch and divides by the mini-batch's *global* response-token count, and `all_reduce_grads` sums
-  the gradients, so the step is the one-process token-mean step on the same samples. A rank without
-  members in a mini-batch still joins the all-reduce (every rank takes the same optimizer steps).
+  mini-batch and divides by the mini-batch's *global* response-token count, and the gradients are summed
+  over the ranks, so the step is the one-process token-mean step on the same samples. The forwards run
+  through torch's `DistributedDataParallel` (`training_module`), whose bucketed all-reduces overlap the
+  backward pass; a rank's earlier forward batches of a mini-batch run under ``no_sync``
+  (`backward_context`), so only its last backward reduces, the gradients accumulated by all of them. A rank
+  without members in a mini-batch joins that reduction with a zero-loss pass in `all_reduce_grads`
+  (every rank takes the same optimizer steps).
 - logging: `gather_rollout` brings every rank's trajectories to every rank for metrics; only rank 0
   writes the run directory (`run_dir` gives the others a `RunDirReader`, which reads but never writes).
 
 Parameters are broadcast from rank 0 at start and identical afterwards (same summed gradient, same
-optimizer), so there is no DDP wrapper; gradients are all-reduced once per optimizer step as one flat
-tensor (``distributed.strategy: ddp``). Models too big for one device use ``distributed.strategy: fsdp``
-(`seedbench.training.fsdp.ShardedDataParallel`: the same group with FSDP2-sharded parameters).
+optimizer). DDP's reduction is a plain sum (`_sum_hook`; DDP's own divides by the world size, and the loss
+already has the global token count) in fp32. With the bf16 compute copy (``model.bf16_compute=param_copy``)
+DDP wraps the copy, and its hook (`_fold_into_master_hook`) reduces, per bucket, the fp32 master gradients
+the earlier forward batches accumulated plus this backward's bf16 ones, and writes the sum into the master
+``.grad``: accumulation and reduction stay fp32, as in one process. Models too big for one device use
+``distributed.strategy: fsdp`` (`seedbench.training.fsdp.ShardedDataParallel`: the same group with
+FSDP2-sharded parameters).
 """
 
 from __future__ import annotations
 
 import atexit
+import contextlib
 import gc
 import math
 import os
@@ -103,6 +112,15 @@ class SingleProcess:
 
     def sample_layout(self, lengths: list[int]) -> SampleLayout:
         return SampleLayout(list(lengths), [len(lengths)], 0)
+
+    def training_module(self, module: torch.nn.Module, compute: Any = None) -> torch.nn.Module:
+        """The module the update's forwards run through (`module` itself here; DDP's wrapper under ``ddp``).
+        `compute`: the bf16 `ComputeCopy` whose ``model`` is `module`, if any."""
+        return module
+
+    def backward_context(self, last: bool) -> Any:
+        """Around one forward and backward of a mini-batch; `last`: this rank's last one before the step."""
+        return contextlib.nullcontext()
 
     def all_reduce_grads(self, parameters: Iterable[torch.nn.Parameter]) -> None:
         pass
@@ -202,22 +220,51 @@ class DataParallel(SingleProcess):
         everyone = self.all_gather_object(list(lengths))
         return SampleLayout([n for part in everyone for n in part], [len(part) for part in everyone], self.rank)
 
+    def training_module(self, module: torch.nn.Module, compute: Any = None) -> torch.nn.Module:
+        """`module` wrapped once in `DistributedDataParallel` (the same wrapper on every later call)."""
+        wrapped = self._wrapped.get(id(module)) if hasattr(self, "_wrapped") else None
+        if wrapped is None:
+            from torch.nn.parallel import DistributedDataParallel
+
+            class Replicated(DistributedDataParallel):
+                """DDP whose attribute lookups fall through to the model (``config``, ``dtype``, ...)."""
+
+                def __getattr__(self, name: str) -> Any:
+                    try:
+                        return super().__getattr__(name)
+                    except AttributeError:
+                        return getattr(self.module, name)
+
+            device = next(module.parameters()).device
+            wrapped = Replicated(module, device_ids=[device] if device.type == "cuda" else None,
+                                 broadcast_buffers=False, init_sync=False)  # identical already (prepare_model)
+            if compute is not None and compute.model is module:
+                masters = {id(low): master for master, low in compute.pairs}
+                wrapped.register_comm_hook(masters, _fold_into_master_hook)
+            else:
+                wrapped.register_comm_hook(None, _sum_hook)
+            self._wrapped = {**getattr(self, "_wrapped", {}), id(module): wrapped}
+        self._current = wrapped
+        return wrapped
+
+    def backward_context(self, last: bool) -> Any:
+        """DDP's ``no_sync`` for all but this rank's last forward and backward of the mini-batch."""
+        ddp = getattr(self, "_current", None)
+        if ddp is None:
+            return contextlib.nullcontext()
+        if last:
+            self._synced = True
+            return contextlib.nullcontext()
+        return ddp.no_sync()
+
     def all_reduce_grads(self, parameters: Iterable[torch.nn.Parameter]) -> None:
-        """Sum gradients over ranks in one flat all-reduce. A parameter without a gradient on every rank
-        keeps none (AdamW then skips it, as one process would)."""
-        params = [p for p in parameters if p.requires_grad]
-        if not params:
-            return
-        device = params[0].device
-        has = torch.tensor([float(p.grad is not None) for p in params], device=device)
-        flat = torch.cat([(p.grad if p.grad is not None else torch.zeros_like(p)).reshape(-1).float() for p in params])
-        self.dist.all_reduce(has)
-        self.dist.all_reduce(flat)
-        start = 0
-        for p, present in zip(params, has.tolist()):
-            n = p.numel()
-            p.grad = flat[start : start + n].view_as(p).to(p.dtype) if present else None
-            start += n
+        """The gradients were summed by DDP in this rank's last backward; a rank that had no member in the
+        mini-batch (no backward) joins that reduction here with one zero-loss pass on a one-token input."""
+        ddp = getattr(self, "_current", None)
+        if ddp is not None and not getattr(self, "_synced", False):
+            ids = torch.zeros((1, 1), dtype=torch.long, device=next(ddp.module.parameters()).device)
+            (ddp(input_ids=ids).logits.float().sum() * 0.0).backward()
+        self._synced = False
 
     def sum_values(self, values: dict[str, float]) -> dict[str, float]:
         totals: dict[str, float] = {}
@@ -256,6 +303,37 @@ class DataParallel(SingleProcess):
     def close(self) -> None:
         if self.dist.is_initialized():
             self.dist.destroy_process_group()
+
+
+def _sum_hook(state, bucket):  # unannotated: DDP checks a hook's annotations against its own types
+    """DDP communication hook: the bucket's gradients summed over ranks (in fp32, whatever their dtype)."""
+    import torch.distributed as dist
+
+    buffer = bucket.buffer()
+    flat = buffer.float() if buffer.dtype != torch.float32 else buffer
+    future = dist.all_reduce(flat, async_op=True).get_future()
+    return future.then(lambda f: f.value()[0].to(buffer.dtype))
+
+
+def _fold_into_master_hook(masters, bucket):  # unannotated: DDP checks a hook's annotations
+    """DDP communication hook for the bf16 compute copy: per bucket, the fp32 master gradients accumulated by
+    the earlier (``no_sync``) backwards plus this backward's bf16 ones, summed over ranks in fp32 and written
+    into the master ``.grad``; the copy's own gradients come back zero (`ComputeCopy.move_grads` adds them)."""
+    import torch.distributed as dist
+
+    pairs = [(masters[id(p)], g) for p, g in zip(bucket.parameters(), bucket.gradients())]
+    flat = torch.cat([(g.float() if m.grad is None else m.grad + g.float()).reshape(-1) for m, g in pairs])
+    buffer = bucket.buffer()
+
+    def write(future: Any) -> torch.Tensor:
+        total, start = future.value()[0], 0
+        for master, _ in pairs:
+            n = master.numel()
+            master.grad = total[start : start + n].view_as(master)
+            start += n
+        return torch.zeros_like(buffer)
+
+    return dist.all_reduce(flat, async_op=True).get_future().then(write)
 
 
 def collect_process_group_holders() -> None:

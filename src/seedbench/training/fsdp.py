@@ -30,6 +30,7 @@ start-up (SEED's analyzer refresh) are not tested with it.
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any, Iterable
 
 import torch
@@ -100,6 +101,13 @@ class ShardedDataParallel(DataParallel):
         layout = super().sample_layout(lengths)
         self._gather()  # the update first scores each rank's own samples: a different number of passes per rank
         return PassCountingLayout(layout.lengths, layout.counts, layout.rank, self)
+
+    def training_module(self, module: torch.nn.Module, compute: Any = None) -> torch.nn.Module:
+        """The sharded model itself: FSDP2's hooks reduce-scatter in every backward, no DDP wrapper."""
+        return module
+
+    def backward_context(self, last: bool) -> Any:
+        return contextlib.nullcontext()
 
     def all_reduce_grads(self, parameters: Iterable[torch.nn.Parameter]) -> None:
         """Gradients were reduce-scattered (summed) by each backward pass; here a rank that took fewer passes

@@ -4,8 +4,8 @@ of their micro-batches, gradient sync, clipping and the optimizer step.
 Where π_old comes from (``optim.old_logprobs``) is one strategy object (`seedbench.training.old_logprobs`);
 the agent's loss (`Agent.loss`) is the only algorithm-specific step. Under several processes the
 mini-batches are cut from the global sample list and the gradients summed over the ranks here, inside the
-update and nowhere else (`SingleProcess.sample_layout`, ``all_reduce_grads``, ``sum_values``), so the step
-equals the one-process token-mean step on the same samples.
+update and nowhere else (`SingleProcess.sample_layout`, ``training_module`` and ``backward_context``: DDP,
+``all_reduce_grads``, ``sum_values``), so the step equals the one-process token-mean step on the same samples.
 """
 
 from __future__ import annotations
@@ -141,23 +141,25 @@ class PolicyUpdate:
         with region:
             for chunk_start in range(0, len(mini), self.forward_batch_size):
                 chunk = mini[chunk_start : chunk_start + self.forward_batch_size]
-                forward = self.forward(chunk, samples, want_entropy)
-                loss = None
-                for micro_start in range(0, len(chunk), size):
-                    micro = chunk[micro_start : micro_start + size]
-                    rows = forward.rows(micro_start, [len(samples[i].response_ids) for i in micro])
-                    with self.clock.timed("loss"):
-                        mb = self.loss_input(micro, rows, samples, old_logp, ref_logp, update_info,
-                                             minibatch_tokens=tokens, micro_batches=micro_batches,
-                                             engine_logp=engine_logp)
-                        with self.policy.autocast_off():
-                            loss_sum, metric_sums = self.agent.loss(mb)  # weighted for optim.loss_agg_mode
-                    loss = loss_sum if loss is None else loss + loss_sum
-                    sums["train/loss"] = sums.get("train/loss", 0.0) + float(loss_sum.detach())
-                    for key, value in metric_sums.items():
-                        sums[key] = sums.get(key, 0.0) + float(value)
-                with self.clock.timed("backward"), self.policy.autocast_off():
-                    (loss / tokens).backward()
+                # under ddp only this rank's last forward and backward of the mini-batch reduces gradients
+                with self.parallel.backward_context(last=chunk_start + self.forward_batch_size >= len(mini)):
+                    forward = self.forward(chunk, samples, want_entropy)
+                    loss = None
+                    for micro_start in range(0, len(chunk), size):
+                        micro = chunk[micro_start : micro_start + size]
+                        rows = forward.rows(micro_start, [len(samples[i].response_ids) for i in micro])
+                        with self.clock.timed("loss"):
+                            mb = self.loss_input(micro, rows, samples, old_logp, ref_logp, update_info,
+                                                 minibatch_tokens=tokens, micro_batches=micro_batches,
+                                                 engine_logp=engine_logp)
+                            with self.policy.autocast_off():
+                                loss_sum, metric_sums = self.agent.loss(mb)  # weighted for optim.loss_agg_mode
+                        loss = loss_sum if loss is None else loss + loss_sum
+                        sums["train/loss"] = sums.get("train/loss", 0.0) + float(loss_sum.detach())
+                        for key, value in metric_sums.items():
+                            sums[key] = sums.get(key, 0.0) + float(value)
+                    with self.clock.timed("backward"), self.policy.autocast_off():
+                        (loss / tokens).backward()
                 if compute is not None:
                     with self.clock.timed("casts"):
                         compute.move_grads()  # into the fp32 master .grad, where clipping and AdamW find them
@@ -229,8 +231,8 @@ class PolicyUpdate:
         (``model.bf16_compute=param_copy``), else the master model under the policy's autocast."""
         compute = self.policy.compute_copy()
         if compute is None:
-            return self.policy.model, self.policy.autocast()
-        return compute.model, contextlib.nullcontext()
+            return self.parallel.training_module(self.policy.model), self.policy.autocast()
+        return self.parallel.training_module(compute.model, compute), contextlib.nullcontext()
 
     def score_current(self, prompts: list[list[int]], responses: list[list[int]]) -> list[list[float]]:
         """π_old: the current weights' log-probs, no grad, computed as the loss forwards compute them (on
