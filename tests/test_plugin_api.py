@@ -133,6 +133,8 @@ MOVED_MODULES = [
     ("seedbench.envs.boxoban", "seedbench.envs.sokoban.boxoban", "BoxobanEnv"),
     ("seedbench.envs.sokoban_hindsight", "seedbench.envs.sokoban.hindsight", "sokoban_facts"),
     ("seedbench.training.experiment", "seedbench.training.experiments", "run_experiment"),
+    ("seedbench.training.run_lock", "seedbench.locking", "build_lock"),  # to the foundation layer
+    ("seedbench.report.stats", "seedbench.stats", "paired_difference_ci"),
 ]
 
 

@@ -12,7 +12,8 @@ import math
 import pytest
 
 import seedbench.report
-from seedbench.report import stats, synthetic, tables
+from seedbench import stats
+from seedbench.report import synthetic, tables
 from seedbench.report.data import read_runs
 
 ALFWORLD_TYPES = ("pick", "look", "clean", "heat", "cool", "pick2")
@@ -190,7 +191,7 @@ def test_report_html_renders_in_headless_chromium(report_dir, tmp_path):
 
 
 def test_paired_difference_interval_keeps_each_task_pair_together():
-    from seedbench.report.stats import paired_difference_ci
+    from seedbench.stats import paired_difference_ci
 
     # every task improves by exactly 1/4 on average: pairs (0,1) and (1,1) twice each
     same = paired_difference_ci([0, 1, 0, 1], [1, 1, 1, 1])

@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from seedbench.training.run_lock import LOCK_FILE, RunDirInUse, lock_run_dir
+from seedbench.locking import LOCK_FILE, RunDirInUse, lock_run_dir
 
 
 def test_a_second_holder_is_refused_with_the_first_ones_pid(tmp_path):
@@ -24,7 +24,7 @@ def test_a_second_holder_is_refused_with_the_first_ones_pid(tmp_path):
 
 @pytest.mark.slow
 def test_the_lock_of_a_killed_process_is_released(tmp_path):
-    code = ("import sys, time; from pathlib import Path; from seedbench.training.run_lock import lock_run_dir; "
+    code = ("import sys, time; from pathlib import Path; from seedbench.locking import lock_run_dir; "
             "h = lock_run_dir(Path(sys.argv[1])); print('locked', flush=True); time.sleep(60)")
     child = subprocess.Popen([sys.executable, "-c", code, str(tmp_path / "run")], stdout=subprocess.PIPE, text=True)
     try:
@@ -83,7 +83,7 @@ def test_the_experiment_driver_lock_is_the_same_lock(tmp_path):
 
 def test_a_build_lock_in_a_cache_that_cannot_be_written_is_skipped(tmp_path, monkeypatch):
     """A read-only cache (a shared, pre-built one) still serves what it holds: no lock, no error."""
-    from seedbench.training.run_lock import build_lock
+    from seedbench.locking import build_lock
 
     monkeypatch.setenv("SEEDBENCH_CACHE", str(tmp_path / "cache"))
     (tmp_path / "cache").mkdir()

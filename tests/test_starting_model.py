@@ -146,7 +146,7 @@ def test_a_process_that_finds_a_build_under_way_waits_for_it_and_does_not_build_
     lock (here held by the test, standing in for the other process) and then uses what it built."""
     import threading
 
-    from seedbench.training.run_lock import exclusive_lock
+    from seedbench.locking import exclusive_lock
     from seedbench.training.starting_model import cached_build
 
     monkeypatch.setenv("SEEDBENCH_CACHE", str(tmp_path))

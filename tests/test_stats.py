@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from seedbench.report import stats
+from seedbench import stats
 
 
 def test_iqm_is_the_mean_of_the_middle_half():

@@ -20,7 +20,7 @@ from importlib import metadata
 from pathlib import Path
 
 from seedbench.paths import cache_dir
-from seedbench.training.run_lock import build_lock
+from seedbench.locking import build_lock
 
 EMBEDDED_NAME = "smollm2-135m"
 EMBEDDED_ALIASES = ("smollm2-135m", "embedded", "smollm2")

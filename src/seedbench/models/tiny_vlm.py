@@ -23,7 +23,7 @@ from seedbench.models.vision import IMAGE_PAD, VIDEO_PAD, VISION_END, VISION_STA
 from seedbench.models.embedded import converted_dir
 from seedbench.models.tiny import tiny_tokenizer
 from seedbench.paths import cache_dir
-from seedbench.training.run_lock import build_lock
+from seedbench.locking import build_lock
 
 TINY_VLM_NAME = "tiny-vlm"
 SMOLLM2_VL_NAME = "smollm2-vl"

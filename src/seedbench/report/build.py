@@ -16,7 +16,7 @@ from typing import Sequence
 
 import numpy as np
 
-from seedbench.report import stats
+from seedbench import stats
 from seedbench.report import tables as T
 from seedbench.report.data import Run, read_runs, results_frame
 from seedbench.report.document import (

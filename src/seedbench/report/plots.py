@@ -17,7 +17,7 @@ from typing import Sequence
 
 import numpy as np
 
-from seedbench.report import stats
+from seedbench import stats
 from seedbench.report.data import Run
 from seedbench.report.tables import SEED_DIAGNOSTICS, X_AXES, curve, diagnostic_metric, train_curve
 

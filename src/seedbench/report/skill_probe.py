@@ -15,7 +15,7 @@ token, the share of tokens where SEED's gate is open (> 0.5, computed by the los
 and the change in probability of the **decisive action**: the action of the episode's last step, the move
 that won a won episode and the fatal move of a lost one (episodes cut by the step cap have none). Every
 figure is a mean over episodes with its percentile-bootstrap interval over episodes
-(`seedbench.report.stats.bootstrap_ci`). A skill that informs the policy moves the decisive action's
+(`seedbench.stats.bootstrap_ci`). A skill that informs the policy moves the decisive action's
 probability with an interval above 0; a shuffled skill should not.
 
 Episodes come from a run directory: ``episodes.jsonl`` (train phase, every step's prompt and output) joined
@@ -45,7 +45,7 @@ from seedbench.config.schema import ModelConfig
 from seedbench.jsonio import read_jsonl
 from seedbench.models.policy import load_policy
 from seedbench.models.scoring import score_responses
-from seedbench.report.stats import bootstrap_ci
+from seedbench.stats import bootstrap_ci
 from seedbench.rollout.prompting import insert_skill, render_prompt
 
 CONDITIONS = ("own", "shuffled")

@@ -8,7 +8,7 @@ Definitions (docs/method.md §8.1 is why both averages are always shown):
 
 - *micro* success: successes / tasks over the whole eval task list (count-weighted).
 - *macro* success: the unweighted mean of per-task-type success rates.
-- Interval: 95 % percentile bootstrap over seeds (`seedbench.report.stats.bootstrap_ci`).
+- Interval: 95 % percentile bootstrap over seeds (`seedbench.stats.bootstrap_ci`).
 - P(X > baseline): probability that a random seed of X beats a random seed of the baseline on the
   final micro success (ties count one half), with a bootstrap interval.
 """
@@ -21,7 +21,7 @@ from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np
 
-from seedbench.report import stats
+from seedbench import stats
 from seedbench.report.data import Run
 
 X_AXES = {"trajectories": "trajectories", "env_steps": "env steps", "generated_tokens": "generated tokens"}

@@ -28,7 +28,7 @@ from seedbench.training.distributed import SingleProcess
 from seedbench.training.evaluator import Evaluator
 from seedbench.training.origin import check_origin_env, checkpoint_origin
 from seedbench.training.resume_config import check_resume_changes, record_config, run_started
-from seedbench.training.run_lock import RunDirInUse, lock_run_dir
+from seedbench.locking import RunDirInUse, lock_run_dir
 from seedbench.training.rundir import RunDir, default_run_name
 from seedbench.training.starting_model import starting_model_name
 from seedbench.engines.factory import close_engine, make_engine

@@ -19,7 +19,7 @@ from seedbench.rollout.types import TaskRef, Trajectory
 from seedbench.training.rng import rng_isolated
 from seedbench.engines.base import SamplingParams, env_stop
 from seedbench.progress import progress_bar
-from seedbench.report.stats import paired_difference_ci
+from seedbench.stats import paired_difference_ci
 
 
 def success_table(trajectories: list[Trajectory]) -> dict[str, Any]:
@@ -39,7 +39,7 @@ def success_table(trajectories: list[Trajectory]) -> dict[str, Any]:
 def before_after(first: dict, last: dict) -> dict[str, Any] | None:
     """Held-out success of one split at the first and the last evaluation of a run, on the tasks both
     evaluated (same ids, neither dropped), with the difference's paired 95 % bootstrap interval over tasks
-    (`seedbench.report.stats.paired_difference_ci`); None when the records carry no per-task outcomes."""
+    (`seedbench.stats.paired_difference_ci`); None when the records carry no per-task outcomes."""
     if "won" not in first or "won" not in last:
         return None
     before = dict(zip(first["task_ids"], first["won"]))

@@ -31,7 +31,7 @@ from seedbench.paths import cache_dir
 from seedbench import __version__
 from seedbench.models.checkpoint import checkpoint_checksum
 from seedbench.registry import load_object
-from seedbench.training.run_lock import build_lock
+from seedbench.locking import build_lock
 from seedbench.training.warm_start import DEMO_FORMAT, warm_start
 
 CACHE_FOLDER = "starting_models"

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from seedbench.jsonio import write_json_atomic
-from seedbench.training.run_lock import LOCK_FILE
+from seedbench.locking import LOCK_FILE
 
 ARM_FILE = "arm.json"
 LABEL_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9.+-]{0,63}$")

@@ -16,7 +16,7 @@ from seedbench.training.experiments.local import LocalExecutor, auto_workers, vi
 from seedbench.training.experiments.ray_executor import RayExecutor
 from seedbench.training.experiments.spec import ExperimentError, ExperimentSpec, RunSpec, expand
 from seedbench.training.experiments.status import Outcome, archived, run_status
-from seedbench.training.run_lock import LockHeld, exclusive_lock
+from seedbench.locking import LockHeld, exclusive_lock
 
 
 class _OutputLock:
