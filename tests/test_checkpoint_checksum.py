@@ -66,7 +66,9 @@ def test_a_saved_checkpoint_records_the_checksum_it_hashes_to(tmp_path):
     folder = _checkpoint(tmp_path / "m", b"weights")
     write_marker(folder, "hub:base")
     recorded = json.loads((folder / MARKER).read_text())
-    assert recorded == {"checksum": checksum_dir(folder), "base": "hub:base"}
+    assert recorded == {"checksum": checksum_dir(folder), "base": "hub:base",
+                        "files": {name: hashlib.sha256((folder / name).read_bytes()).hexdigest()
+                                  for name in ("config.json", "model.safetensors")}}
     assert checkpoint_checksum(str(folder)) == (str(folder), recorded["checksum"])
 
 

@@ -89,8 +89,13 @@ def test_a_failed_build_leaves_no_cached_checkpoint_and_no_run(tmp_path, monkeyp
                    "--output", str(tmp_path / "run")])
     err = capsys.readouterr().err
     assert rc == 2 and err.count("\n") == 1 and "has no scripted expert" in err
-    assert not (tmp_path / "run").exists()
+    # the run directory was settled before the build: it holds the config and no run, so the same command
+    # meets the same error again, not "already exists"
+    assert sorted(p.name for p in (tmp_path / "run").iterdir()) == [".lock", "config.yaml"]
     assert not [p for p in (cache / "starting_models").iterdir()]
+    assert cli_main(["run", "--env", "choice", "--model", "tiny", "--set", "warm_start.demos=2",
+                     "--output", str(tmp_path / "run")]) == 2
+    assert "has no scripted expert" in capsys.readouterr().err
 
 
 def test_an_unknown_annotator_is_one_line_before_any_build(tmp_path, monkeypatch, capsys):
@@ -146,8 +151,9 @@ def test_a_process_that_finds_a_build_under_way_waits_for_it_and_does_not_build_
     lock (here held by the test, standing in for the other process) and then uses what it built."""
     import threading
 
-    from seedbench.locking import exclusive_lock
-    from seedbench.training.starting_model import cached_build
+    from seedbench.training.run_lock import exclusive_lock
+    from seedbench.models.checkpoint import write_marker
+    from seedbench.training.starting_model import cached_build, write_manifest
 
     monkeypatch.setenv("SEEDBENCH_CACHE", str(tmp_path))
     root = tmp_path / "starting_models"
@@ -163,8 +169,11 @@ def test_a_process_that_finds_a_build_under_way_waits_for_it_and_does_not_build_
     else:
         pytest.fail("cached_build did not report the build under way")
     assert waiter.is_alive() and builds == []
-    (root / "warm-start-k" / "model").mkdir(parents=True)  # the other process's build lands
-    (root / "warm-start-k" / "model" / "config.json").write_text("{}")
+    landed = root / "warm-start-k" / "model"  # the other process's build lands, whole
+    landed.mkdir(parents=True)
+    (landed / "config.json").write_text("{}")
+    write_marker(landed, "hub:base")
+    write_manifest(root / "warm-start-k")
     holder.close()
     waiter.join(10)
     assert not waiter.is_alive() and builds == [] and result["path"] == root / "warm-start-k" / "model"

@@ -11,6 +11,13 @@ a changed recipe builds another. A build is written to a temporary folder and re
 complete, so a killed build leaves nothing that a later run would take for finished; a lock per key makes
 parallel runs that need the same checkpoint wait for one build instead of racing it.
 
+An entry is whole when its ``manifest.json`` (written last, atomically, before the rename) lists every file
+with its size and sha256 and the files match it. Each use checks that under the key's lock (one read of the
+entry, about a second for SmolLM2-135M's 540 MB; the model's own marker check then reads nothing again);
+an entry that fails is moved aside to ``.<entry>.damaged-<time>`` with one line naming the file and the
+folder, and built again. A temporary ``.<entry>.building-<time>`` folder whose key's lock is free belongs to
+a build that died; it is removed.
+
 ``config.yaml`` keeps the recipe (``model.name`` stays the base model): ``--resume`` and ``seedbench eval``
 find the same cached checkpoint again through the same key, and ``summary.json`` records the chain through
 each checkpoint's own provenance file (`seedbench.training.origin`).
@@ -29,12 +36,15 @@ from typing import Any, Callable
 from seedbench.config import RunConfig
 from seedbench.paths import cache_dir
 from seedbench import __version__
-from seedbench.models.checkpoint import checkpoint_checksum
+from seedbench.jsonio import read_json_checked, write_json_atomic
+from seedbench.models.checkpoint import DamagedCheckpointError, checkpoint_checksum, file_sha256, verified_checksum
 from seedbench.registry import load_object
-from seedbench.locking import build_lock
+from seedbench.training.run_lock import LockHeld, build_lock, exclusive_lock
 from seedbench.training.warm_start import DEMO_FORMAT, warm_start
 
 CACHE_FOLDER = "starting_models"
+MANIFEST = "manifest.json"
+"""An entry's list of its files (path within the entry → size and sha256), written last."""
 ANALYZER_SFT_FORMAT = "seedbench.agents.seed.hindsight:ANNOTATION_FORMAT"
 """The version of the rule-based analyses' wording, part of a stage-1 checkpoint's cache key."""
 ANALYZER_SFT_BUILDER = "seedbench.agents.seed.stage1:build_for_run"
@@ -67,31 +77,89 @@ def base_identity(name: str) -> str:
 
 
 def cached_build(kind: str, key: str, build: Callable[[Path], Path]) -> Path:
-    """The checkpoint of step `kind` with `key`, built by ``build(output_dir)`` when it is not cached yet.
-    One process builds a key at a time (an experiment's parallel runs share their starting checkpoints):
-    the others wait for its lock and then use what it built."""
+    """The checkpoint of step `kind` with `key`, built by ``build(output_dir)`` when it is not cached yet (or
+    its entry is damaged: moved aside, with one line). One process builds a key at a time (an experiment's
+    parallel runs share their starting checkpoints): the others wait for its lock and then use what it built."""
     root = cache_dir(CACHE_FOLDER)
     final = root / f"{kind}-{key}"
-    if not _built(final):
-        with build_lock(f"{kind}-{key}", kind):
-            if not _built(final):
-                return _build_into(kind, final, build)
+    remove_dead_builds(root)
+    with build_lock(f"{kind}-{key}", kind):
+        problem = entry_problem(final) if final.exists() else None
+        if problem is not None:
+            aside = final.parent / f".{final.name}.damaged-{int(time.time() * 1000)}"
+            final.rename(aside)
+            print(f"seedbench: {kind}: the cached checkpoint {final} is damaged ({problem}); moved to {aside} "
+                  "(delete it when done with it), building it again", flush=True)
+        if not final.exists():
+            return _build_into(kind, final, build)
     print(f"seedbench: {kind}: using the cached checkpoint {final / 'model'}", flush=True)
     return final / "model"
 
 
-def _built(folder: Path) -> bool:
-    return (folder / "model" / "config.json").exists()
+def entry_problem(folder: Path) -> str | None:
+    """Why cache entry `folder` cannot be used (a file missing, truncated or changed against its manifest, a
+    damaged manifest), or None. An entry built before entries had a manifest is checked against its model's
+    marker (`verified_checksum`) and given one."""
+    manifest, problem = read_json_checked(folder / MANIFEST)
+    if problem is not None:
+        return f"{folder / MANIFEST} is {problem}"
+    if not manifest:
+        if not (folder / "model" / "config.json").is_file():
+            return f"{folder / 'model' / 'config.json'} is missing"
+        try:
+            verified_checksum(folder / "model")
+        except DamagedCheckpointError as err:
+            return str(err).split(";")[0]
+        write_manifest(folder)
+        return None
+    files = manifest.get("files")
+    if not isinstance(files, dict) or "model/config.json" not in files:
+        return f"{folder / MANIFEST} lists no model"
+    for name, facts in sorted(files.items()):
+        file = folder / name
+        if not isinstance(facts, dict) or not file.is_file():
+            return f"{file} is missing"
+        if file.stat().st_size != facts.get("size"):
+            return f"{file} is truncated or changed ({file.stat().st_size} of {facts.get('size')} bytes)"
+        if file_sha256(file) != facts.get("sha256"):
+            return f"{file} does not match its checksum in {MANIFEST}"
+    return None
+
+
+def write_manifest(folder: Path) -> None:
+    """Write cache entry `folder`'s `MANIFEST`: every file under it with its size and sha256."""
+    files = {str(file.relative_to(folder)): {"size": file.stat().st_size, "sha256": file_sha256(file)}
+             for file in sorted(folder.rglob("*")) if file.is_file() and file.name != MANIFEST}
+    write_json_atomic(folder / MANIFEST, {"files": files})
+
+
+def remove_dead_builds(root: Path) -> None:
+    """Remove the temporary folders of builds whose process died: a key's ``.<entry>.building-*`` folders
+    while its lock is free (taken here, so no build of that key starts meanwhile)."""
+    entries = {p.name[1:].split(".building-")[0] for p in root.glob(".*.building-*") if p.is_dir()}
+    for entry in sorted(entries):
+        try:
+            handle = exclusive_lock(cache_dir("locks") / f"{entry}.lock")
+        except (LockHeld, OSError):  # being built now, or a cache this process cannot lock
+            continue
+        if handle is None:  # no advisory locks here: a live build cannot be told from a dead one
+            continue
+        try:
+            for scratch in root.glob(f".{entry}.building-*"):
+                shutil.rmtree(scratch, ignore_errors=True)
+        finally:
+            handle.close()
 
 
 def _build_into(kind: str, final: Path, build: Callable[[Path], Path]) -> Path:
-    """Build into a scratch folder beside `final`, then rename it into place: a killed build leaves no
-    folder that looks finished."""
+    """Build into a scratch folder beside `final`, write its manifest, then rename it into place: a killed
+    build leaves no folder that looks finished."""
     scratch = final.parent / f".{final.name}.building-{int(time.time() * 1000)}"
     print(f"seedbench: {kind}: building it once (cached in {final})", flush=True)
     try:
         model_dir = build(scratch)
         assert model_dir == scratch / "model", model_dir
+        write_manifest(scratch)
         if final.exists():  # an earlier build that was killed after its rename began: replace it
             shutil.rmtree(final)
         scratch.rename(final)
