@@ -55,8 +55,9 @@ def read_arm(run_dir: Path) -> dict[str, Any]:
 
 
 def holds_run_files(run_dir: Path) -> bool:
-    """Whether `run_dir` holds anything besides ``arm.json`` and the run lock's file (i.e. a run was started
-    in it: a run writes its config.yaml right after taking the lock, so a lock file alone is a start killed
-    before it wrote anything, which `--resume` refuses)."""
+    """Whether `run_dir` holds anything besides ``arm.json`` (or its temporary file, left by a driver killed
+    while writing it) and the run lock's file (i.e. a run was started in it: a run writes its config.yaml
+    right after taking the lock, so a lock file alone is a start killed before it wrote anything, which
+    `--resume` refuses)."""
     path = Path(run_dir)
-    return path.is_dir() and any(p.name not in (ARM_FILE, LOCK_FILE) for p in path.iterdir())
+    return path.is_dir() and any(p.name not in (ARM_FILE, ARM_FILE + ".tmp", LOCK_FILE) for p in path.iterdir())

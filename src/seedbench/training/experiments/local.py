@@ -1,5 +1,9 @@
 """The local executor: ``seedbench run`` subprocesses on this machine, at most ``workers`` at a time, each
-pinned to its own GPUs through ``CUDA_VISIBLE_DEVICES`` when runs need GPUs."""
+pinned to its own GPUs through ``CUDA_VISIBLE_DEVICES`` when runs need GPUs.
+
+Each run is started through `seedbench.training.experiments.child`, so it ends with the driver even when
+the driver is killed with SIGKILL, and only once no other process holds its run directory (a run that a
+killed driver left behind is given `LOCK_WAIT_S` to end): two processes never write one run's log."""
 
 from __future__ import annotations
 
@@ -14,7 +18,33 @@ import time
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from typing import Callable, Sequence
 
+from seedbench.training.experiments.child import guarded
 from seedbench.training.experiments.spec import ExperimentError, RunSpec
+from seedbench.locking import LOCK_FILE, LockHeld, exclusive_lock
+
+LOCK_WAIT_S = 60.0
+"""How long a run waits for its directory's lock before it starts: a run that a killed driver left behind
+gets this long to end (it is sent SIGTERM when its driver dies) before the run is reported as in use."""
+
+
+def wait_until_free(run_dir, timeout_s: float) -> str | None:
+    """None once no process holds the lock of run directory `run_dir` (at once when it has none), else,
+    after `timeout_s`, the holder the lock file names. Probes only: the run takes the lock itself."""
+    lock = run_dir / LOCK_FILE
+    deadline = time.monotonic() + timeout_s
+    while True:
+        if not lock.exists():
+            return None
+        try:
+            handle = exclusive_lock(lock)
+        except LockHeld as held:
+            if time.monotonic() >= deadline:
+                return str(held)
+            time.sleep(0.2)
+            continue
+        if handle is not None:
+            handle.close()
+        return None
 
 
 def default_command_prefix() -> list[str]:
@@ -58,6 +88,7 @@ class LocalExecutor:
         self._lock = threading.Lock()
         self._procs: dict[str, subprocess.Popen] = {}
         self._stopping = False
+        self.lock_wait_s = LOCK_WAIT_S
 
     def _take_gpus(self) -> list[str]:
         need = math.ceil(self.gpus_per_run)
@@ -85,13 +116,18 @@ class LocalExecutor:
         gpus = self._take_gpus() if self.gpus_per_run > 0 else []
         start = time.monotonic()
         try:
+            holder = wait_until_free(run.run_dir, self.lock_wait_s)  # the log too is one process's at a time
+            if holder is not None:
+                self.echo(f"{run.name}: its directory is still in use ({holder}) after {self.lock_wait_s:g} s; "
+                          "not started, rerun the command once that process has ended")
+                return 1, time.monotonic() - start
             run.log.parent.mkdir(parents=True, exist_ok=True)
             cmd = self.prefix + run.cli_args(resume)
             with open(run.log, "a", encoding="utf-8") as log:
                 log.write(f"\n=== {time.strftime('%Y-%m-%d %H:%M:%S')} {' '.join(cmd)}\n")
                 log.flush()
-                proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                        env=self._env(gpus))
+                proc = subprocess.Popen(guarded(cmd), stdout=log, stderr=subprocess.STDOUT,
+                                        stdin=subprocess.DEVNULL, env=self._env(gpus))
                 with self._lock:
                     self._procs[run.name] = proc
                 try:
