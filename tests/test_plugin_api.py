@@ -135,6 +135,7 @@ MOVED_MODULES = [
     ("seedbench.training.experiment", "seedbench.training.experiments", "run_experiment"),
     ("seedbench.training.run_lock", "seedbench.locking", "build_lock"),  # to the foundation layer
     ("seedbench.report.stats", "seedbench.stats", "paired_difference_ci"),
+    ("seedbench.agents.policy_losses", "seedbench.agents.losses", "register_policy_loss"),  # one loss registry
 ]
 
 

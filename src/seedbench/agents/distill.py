@@ -11,7 +11,7 @@ One update, on top of GRPO (`GRPOAgent`), in `prepare`:
 
 and in `loss`, one or both of:
 
-- a **distillation term** from `seedbench.agents.policy_losses` (``algo.distill_loss``): ``gated_opd``
+- a **distillation term** from `seedbench.agents.losses` (``algo.distill_loss``): ``gated_opd``
   (SDAR, OPSD, GRPO+OPSD with β = 0, RetireOPD) or ``sdl`` (Skill-SD), weighted by ``distill_coef``
   (decayed linearly to 0 over ``warmdown_steps`` updates when set) and summed with the run's
   ``optim.loss_agg_mode`` weights over the tokens that have a teacher;
@@ -40,7 +40,7 @@ import torch
 
 from seedbench.agents.base import MiniBatch, PreparedUpdate
 from seedbench.agents.grpo import GRPOAgent, GRPOConfig
-from seedbench.agents.policy_losses import TokenInputs, policy_loss, rlsd_token_advantages
+from seedbench.agents.losses import TokenInputs, policy_loss, rlsd_token_advantages
 from seedbench.config import ConfigError, Count, ModelConfig, NonNegative, Range, UnitInterval
 from seedbench.agents.skill_sources import load_skill_source
 from seedbench.models.policy import load_policy
@@ -89,7 +89,7 @@ class RetirementState:
 @dataclass
 class DistillConfig(GRPOConfig):
     distill_loss: Literal["gated_opd", "sdl", "none"] = "gated_opd"
-    """Distillation term (a `seedbench.agents.policy_losses` name): ``gated_opd`` (SDAR's
+    """Distillation term (a `seedbench.agents.losses.POLICY_LOSSES` name): ``gated_opd`` (SDAR's
     ``compute_sdar_loss``), ``sdl`` (Skill-SD's ``compute_sdl_loss``) or ``none``."""
     distill_coef: NonNegative = 0.01
     """Weight of the distillation term (reference scripts: 0.01 for SDAR/OPSD/GRPO+OPSD, 0.001 Skill-SD)."""
@@ -356,8 +356,7 @@ class DistillAgent(GRPOAgent):
         coef = mb.update_info.get("distill_coef", 0.0)
         if cfg.distill_loss == "none" or coef == 0.0:
             return loss, metrics
-        params = {"beta": cfg.gate_beta} if cfg.distill_loss == "gated_opd" else {}
-        term = policy_loss(cfg.distill_loss)(TokenInputs(mb.logp, mb.old_logp, None, teacher), **params)
+        term = policy_loss(cfg.distill_loss).from_config(TokenInputs(mb.logp, mb.old_logp, None, teacher), cfg)
         loss = loss + coef * (term.tokens * mb.loss_weight * mb.extras["distill_mask"]).sum()
         metrics["distill/loss"] = (term.tokens * active).sum().detach()
         teacher_tokens = mb.update_info.get("teacher_tokens", 0.0)

@@ -23,9 +23,9 @@ import torch
 from seedbench.agents.base import AgentContext, PreparedUpdate, TrainSample
 from seedbench.config import NonNegative, Range
 from seedbench.agents.grpo import GRPOAgent, GRPOConfig
+from seedbench.agents.losses import STEP_NORMS, anchor_step_advantages
 from seedbench.models.vision import frame_id
 
-STEP_NORMS = ("std", "mean_only")
 STEP_PENALTIES = ("after_discount", "before_discount")
 
 
@@ -52,26 +52,6 @@ def anchor_key(group_id: int, step: Any) -> tuple:
     (two steps with equal text but different frames are different states)."""
     image = getattr(step, "image", None)
     return group_id, step.observation, (frame_id(image) if image is not None else None)
-
-
-def anchor_step_advantages(returns: torch.Tensor, anchor_ids: torch.Tensor, eps: float = 1e-6,
-                           norm: str = "std") -> torch.Tensor:
-    """Step-level relative advantage (GiGPO Eq. 7): each step's return minus its anchor group's mean,
-    divided by the group's (unbiased) std + eps when ``norm="std"``. A group of one gets 0.
-
-    returns: [S] discounted return of each step sample; anchor_ids: [S] anchor group of each sample
-    (same task group *and* identical observation). Returns [S]."""
-    if norm not in STEP_NORMS:
-        raise ValueError(f"step norm: unknown {norm!r}; choose one of {STEP_NORMS}")
-    advantages = torch.zeros_like(returns)
-    for anchor in anchor_ids.unique():
-        members = anchor_ids == anchor
-        if members.sum() < 2:
-            continue
-        values = returns[members]
-        centred = values - values.mean()
-        advantages[members] = centred / (values.std() + eps) if norm == "std" else centred
-    return advantages
 
 
 @dataclass

@@ -1,7 +1,8 @@
 """GRPO for multi-turn agents (docs/method.md §2), the baseline every other agent extends.
 
 One update: the trainer rolls out B tasks × N episodes; `prepare` turns trajectories into step samples
-with a group-normalised episode advantage; `loss` is PPO-clip + β_KL·KL(k3) − entropy bonus, summed
+with a group-normalised episode advantage (``ADVANTAGE_FNS[algo.adv_norm]``); `loss` is the registered
+policy-gradient term (``POLICY_LOSSES[algo.policy_loss]``, dual-clip PPO) + β_KL·KL(k3) − entropy bonus, summed
 over response tokens with the weights of ``optim.loss_agg_mode`` (default: the reference's token mean per
 micro-batch ÷ accumulation steps; `seedbench.agents.losses.loss_token_weights`).
 
@@ -18,7 +19,7 @@ import torch
 
 from seedbench.agents.base import Agent, AgentConfig, AgentContext, MiniBatch, PreparedUpdate, TrainSample
 from seedbench.config import NonNegative, Positive, Range, UnitInterval
-from seedbench.agents.losses import ADVANTAGE_FNS, kl_k3, ppo_clip_token_loss, truncated_is_weights
+from seedbench.agents.losses import ADVANTAGE_FNS, POLICY_LOSSES, TokenInputs, kl_k3, policy_loss, truncated_is_weights
 
 
 @dataclass
@@ -39,6 +40,10 @@ class GRPOConfig(AgentConfig):
     """Added to the group std before dividing (verl: 1e-6), so an all-equal group gives advantages 0."""
     pg_coef: NonNegative = 1.0
     """Weight of the PPO policy-gradient term (0 isolates other terms, e.g. SEED's distillation)."""
+    policy_loss: str = "dual_clip"
+    """The policy-gradient term, a `seedbench.agents.losses.POLICY_LOSSES` name of kind ``policy_gradient``
+    that needs no teacher: ``dual_clip`` (reference code: verl ``compute_policy_loss``; ``clip_ratio_c``
+    None makes it plain PPO-clip) or ``ppo_clip``; its parameters come from this config."""
 
 
 class GRPOAgent(Agent):
@@ -48,6 +53,10 @@ class GRPOAgent(Agent):
     def __init__(self, config: GRPOConfig, context: AgentContext):
         if config.adv_norm not in ADVANTAGE_FNS:
             raise ValueError(f"algo.adv_norm: unknown {config.adv_norm!r}; choose one of {sorted(ADVANTAGE_FNS)}")
+        usable = sorted(name for name, loss in POLICY_LOSSES.items()
+                        if loss.kind == "policy_gradient" and set(loss.needs) <= {"old_logp", "advantages"})
+        if config.policy_loss not in usable:
+            raise ValueError(f"algo.policy_loss: unknown {config.policy_loss!r}; choose one of {usable}")
         super().__init__(config, context)  # context: policy, engine, env, run dir, scoring
 
     def advantages(self, trajectories: list, rewards: list[float]) -> list[TrainSample]:
@@ -85,9 +94,10 @@ class GRPOAgent(Agent):
         ``optim.rollout_is`` the PPO term of each token is multiplied by its truncated importance weight."""
         cfg = self.config
         weight = mb.loss_weight
-        pg_tokens, clipped = ppo_clip_token_loss(mb.logp, mb.old_logp, mb.advantages, cfg.clip_eps, cfg.clip_ratio_c)
+        pg = policy_loss(cfg.policy_loss).from_config(TokenInputs(mb.logp, mb.old_logp, mb.advantages), cfg)
+        pg_tokens = pg.tokens
         metrics = {"train/pg_loss": (pg_tokens * mb.mask).sum().detach(),
-                   "train/clip_frac": (clipped.float() * mb.mask).sum()}
+                   "train/clip_frac": (pg.stats["clipped"] * mb.mask).sum()}
         if mb.rollout_is != "off" and mb.engine_logp is not None:
             is_weights, stats = truncated_is_weights(mb.old_logp, mb.engine_logp, mb.mask, mb.rollout_is,
                                                      mb.rollout_is_cap)

@@ -1,4 +1,17 @@
-"""Pure advantage and loss functions, registered by name (verl `core_algos` style).
+"""Every loss of seedbench's agents: pure functions registered by name (verl's ``core_algos.py``), which
+GRPO, GiGPO, SEED and the distillation family all build on; the config picks one by its name.
+
+- ``ADVANTAGE_FNS`` (`register_advantage`): the group advantage of a step sample (``algo.adv_norm``), and
+  beside it GiGPO's step-level advantage (`anchor_step_advantages`);
+- ``POLICY_LOSSES`` (`register_policy_loss`): per-token policy terms, each a function of one `TokenInputs`
+  returning a `TokenLoss`: the policy-gradient terms ``dual_clip`` and ``ppo_clip`` (``algo.policy_loss``;
+  ``rlsd`` for the family) and the distillation terms ``gated_opd`` (SEED's and SDAR's gated OPD) and ``sdl``
+  (``algo.distill_loss``);
+- the terms every agent adds the same way: `kl_k3`, `truncated_is_weights`, and the aggregation weights of
+  `loss_token_weights`.
+
+A new loss is one function and its decorator line. A second registration under a taken name is an error,
+so a plugin cannot silently replace a built-in.
 
 Shapes: ``S`` = step samples, ``T`` = trajectories, ``B×L`` = padded response tokens with a 0/1 ``mask``.
 Losses return *weighted token sums*: the trainer divides every sum by the token count of the whole
@@ -9,7 +22,8 @@ per micro-batch divided by the number of gradient-accumulation micro-batches.
 
 from __future__ import annotations
 
-from typing import Callable
+from dataclasses import dataclass, field
+from typing import Callable, Literal
 
 import torch
 
@@ -22,7 +36,7 @@ class DuplicateAdvantageError(ValueError):
 
 def register_advantage(name: str):
     """Decorator: register an advantage function under `name`; a taken name raises (nothing is silently
-    replaced). The per-token policy losses have their own registry, `seedbench.agents.policy_losses`."""
+    replaced). The per-token policy losses are `POLICY_LOSSES` (`register_policy_loss`)."""
 
     def wrap(fn):
         if name in ADVANTAGE_FNS:
@@ -82,6 +96,31 @@ def trajectory_mean_only(sample_scores, traj_scores, traj_groups, sample_traj, e
     """seedbench option: subtract the group mean over trajectories, no std division."""
     mean, _ = _group_stats(traj_scores, traj_groups)
     return (traj_scores - mean)[sample_traj]
+
+
+STEP_NORMS = ("std", "mean_only")
+"""GiGPO's step-level normalisation: divide by the anchor group's std, or only subtract its mean."""
+
+
+def anchor_step_advantages(returns: torch.Tensor, anchor_ids: torch.Tensor, eps: float = 1e-6,
+                           norm: str = "std") -> torch.Tensor:
+    """GiGPO's step-level relative advantage (Eq. 7; verl-agent ``compute_step_discounted_returns`` and
+    ``step_norm_reward``): each step's return minus its anchor group's mean, divided by the group's
+    (unbiased) std + eps when ``norm="std"``. A group of one gets 0.
+
+    returns: [S] discounted return of each step sample; anchor_ids: [S] anchor group of each sample
+    (same task group *and* identical observation). Returns [S]."""
+    if norm not in STEP_NORMS:
+        raise ValueError(f"step norm: unknown {norm!r}; choose one of {STEP_NORMS}")
+    advantages = torch.zeros_like(returns)
+    for anchor in anchor_ids.unique():
+        members = anchor_ids == anchor
+        if members.sum() < 2:
+            continue
+        values = returns[members]
+        centred = values - values.mean()
+        advantages[members] = centred / (values.std() + eps) if norm == "std" else centred
+    return advantages
 
 
 LOSS_AGG_MODES = ("token-mean", "global-token-mean", "seq-mean-token-mean", "seq-mean-token-sum")
@@ -191,3 +230,157 @@ def kl_k3(logp, ref_logp):
     r = π_ref/π; non-negative, unbiased, low variance. Clamped like verl for stability."""
     log_ratio = (ref_logp - logp).clamp(-20.0, 20.0)
     return (torch.exp(log_ratio) - log_ratio - 1.0).clamp(max=10.0)
+
+
+# -- per-token policy losses ----------------------------------------------------------------------
+Kind = Literal["policy_gradient", "distillation"]
+
+
+class DuplicatePolicyLossError(ValueError):
+    """A policy loss registered under a name another one already holds."""
+
+
+@dataclass
+class TokenInputs:
+    """What a policy loss may read, all [B, L] except `advantages` ([B] or [B, L])."""
+
+    logp: torch.Tensor
+    """Current policy log-probs of the sampled tokens, with gradient."""
+    old_logp: torch.Tensor | None = None
+    """The same under the pre-update weights (π_old), no gradient."""
+    advantages: torch.Tensor | None = None
+    teacher_logp: torch.Tensor | None = None
+    """The teacher's log-probs of the same tokens (privileged prompt and/or another checkpoint), no gradient."""
+
+
+@dataclass
+class TokenLoss:
+    tokens: torch.Tensor
+    """Loss per token [B, L]; the caller sums it with its weights and mask."""
+    stats: dict[str, torch.Tensor] = field(default_factory=dict)
+    """Per-token statistics [B, L] (no gradient), e.g. the gate; the caller sums them with its mask."""
+
+
+@dataclass(frozen=True)
+class PolicyLoss:
+    name: str
+    fn: Callable[..., TokenLoss]
+    kind: Kind
+    reference: str
+    """The reference function this transcribes (file and name), shown in docs/method.md §9."""
+    needs: tuple[str, ...]
+    """`TokenInputs` fields that must not be None."""
+    config: dict[str, str] = field(default_factory=dict)
+    """Parameter name → the agent config field it is read from (``{"beta": "gate_beta"}``)."""
+
+    def __call__(self, inputs: TokenInputs, **params: float) -> TokenLoss:
+        missing = [name for name in self.needs if getattr(inputs, name) is None]
+        if missing:
+            raise ValueError(f"policy loss {self.name!r} needs {', '.join(missing)}")
+        return self.fn(inputs, **params)
+
+    def from_config(self, inputs: TokenInputs, config: object) -> TokenLoss:
+        """The loss with its parameters read from an agent config (``algo``), as verl's policy losses read
+        theirs from the actor config."""
+        return self(inputs, **{param: getattr(config, name) for param, name in self.config.items()})
+
+
+POLICY_LOSSES: dict[str, PolicyLoss] = {}
+
+
+def register_policy_loss(name: str, kind: Kind, reference: str, needs: tuple[str, ...],
+                         config: dict[str, str] | None = None):
+    """Decorator: register ``fn(inputs, **params) -> TokenLoss`` under `name`; a taken name raises. `config`
+    maps its parameters to the agent config fields they are read from (`PolicyLoss.from_config`)."""
+
+    def wrap(fn: Callable[..., TokenLoss]) -> Callable[..., TokenLoss]:
+        if name in POLICY_LOSSES:
+            raise DuplicatePolicyLossError(f"policy loss {name!r} is already registered "
+                                           f"({POLICY_LOSSES[name].fn.__module__}.{POLICY_LOSSES[name].fn.__name__})")
+        POLICY_LOSSES[name] = PolicyLoss(name, fn, kind, reference, needs, dict(config or {}))
+        return fn
+
+    return wrap
+
+
+def policy_loss(name: str) -> PolicyLoss:
+    """The registered loss `name`; a `ValueError` listing the valid names otherwise."""
+    if name not in POLICY_LOSSES:
+        raise ValueError(f"unknown policy loss {name!r}; choose one of {', '.join(sorted(POLICY_LOSSES))}")
+    return POLICY_LOSSES[name]
+
+
+# -- policy-gradient terms ----------------------------------------------------------------------------
+@register_policy_loss("ppo_clip", "policy_gradient", "verl core_algos.compute_policy_loss (without clip_ratio_c)",
+                      ("old_logp", "advantages"), config={"clip_eps": "clip_eps"})
+def ppo_clip(inputs: TokenInputs, clip_eps: float = 0.2) -> TokenLoss:
+    tokens, clipped = ppo_clip_token_loss(inputs.logp, inputs.old_logp, inputs.advantages, clip_eps, None)
+    return TokenLoss(tokens, {"clipped": clipped.float()})
+
+
+@register_policy_loss("dual_clip", "policy_gradient", "verl core_algos.compute_policy_loss (clip_ratio_c = 3)",
+                      ("old_logp", "advantages"), config={"clip_eps": "clip_eps", "clip_ratio_c": "clip_ratio_c"})
+def dual_clip(inputs: TokenInputs, clip_eps: float = 0.2, clip_ratio_c: float = 3.0) -> TokenLoss:
+    tokens, clipped = ppo_clip_token_loss(inputs.logp, inputs.old_logp, inputs.advantages, clip_eps, clip_ratio_c)
+    return TokenLoss(tokens, {"clipped": clipped.float()})
+
+
+def rlsd_token_advantages(advantages: torch.Tensor, old_logp: torch.Tensor, teacher_logp: torch.Tensor,
+                          lam: float = 0.5, clip_eps: float = 0.2) -> torch.Tensor:
+    """RLSD's token advantages: ``A_t = A·((1 − λ) + λ·w_t)`` with ``w_t = clip(exp(sign(A)·(log π_T −
+    log π_old)), 1 − ε, 1 + ε)``. Where the teacher finds a token of a good step likelier than the student
+    did, the token gets more credit (up to 1 + ε); of a bad step, more blame. λ = 0 is GRPO. No gradient.
+
+    advantages: [B] (one per step sample) or [B, L] (its value broadcast); old_logp, teacher_logp: [B, L]."""
+    with torch.no_grad():
+        seq = advantages if advantages.dim() == 1 else advantages[:, 0]
+        seq = seq.unsqueeze(-1)
+        weight = torch.exp(torch.sign(seq) * (teacher_logp - old_logp)).clamp(1.0 - clip_eps, 1.0 + clip_eps)
+        return seq * ((1.0 - lam) + lam * weight)
+
+
+@register_policy_loss("rlsd", "policy_gradient", "SDAR verl/trainer/ppo/rlsd_utils.py compute_rlsd_token_advantage "
+                      "+ compute_policy_loss", ("old_logp", "advantages", "teacher_logp"))
+def rlsd(inputs: TokenInputs, lam: float = 0.5, rlsd_clip_eps: float = 0.2, clip_eps: float = 0.2,
+         clip_ratio_c: float | None = 3.0) -> TokenLoss:
+    token_adv = rlsd_token_advantages(inputs.advantages, inputs.old_logp, inputs.teacher_logp, lam, rlsd_clip_eps)
+    tokens, clipped = ppo_clip_token_loss(inputs.logp, inputs.old_logp, token_adv, clip_eps, clip_ratio_c)
+    return TokenLoss(tokens, {"clipped": clipped.float(), "token_advantage": token_adv})
+
+
+# -- distillation terms -------------------------------------------------------------------------------
+@register_policy_loss("gated_opd", "distillation", "SDAR verl/trainer/ppo/sdar_utils.py compute_sdar_loss",
+                      ("teacher_logp",), config={"beta": "gate_beta"})
+def gated_opd(inputs: TokenInputs, beta: float = 5.0) -> TokenLoss:
+    """``g·(log π_T − log π)`` with the stop-gradient gate ``g = sigmoid(β·(log π_T − log π))``. Its gradient
+    raises every sampled token's log-prob with weight g: strongly where the teacher finds the token likelier
+    than the student does. β = 0: g = 0.5 everywhere (plain, ungated OPD at half weight)."""
+    teacher = inputs.teacher_logp.detach()
+    gap = (teacher - inputs.logp).detach()
+    gate = torch.sigmoid(beta * gap)
+    return TokenLoss(gate * (teacher - inputs.logp), {"gate": gate, "gap": gap})
+
+
+@register_policy_loss("sdl", "distillation", "SDAR verl/trainer/ppo/skillsd_utils.py compute_sdl_loss",
+                      ("old_logp", "teacher_logp"))
+def sdl(inputs: TokenInputs) -> TokenLoss:
+    """Skill-SD: ``ρ·(exp(−ℓ) − 1 + ℓ)`` with ``ℓ = log π − log π_T`` (k3 of KL(π‖π_T), ≥ 0, 0 when they agree)
+    and the on-policy ratio ``ρ = exp(min(log π − log π_old, 10))``, which carries the gradient of the
+    sampling distribution. ``−ℓ`` is clamped at 20 before ``exp``, as the reference does."""
+    teacher = inputs.teacher_logp.detach()
+    ell = inputs.logp - teacher
+    k3 = torch.exp((-ell).clamp(max=20.0)) - 1.0 + ell
+    ratio = torch.exp((inputs.logp - inputs.old_logp.detach()).clamp(max=10.0))
+    return TokenLoss(ratio * k3, {"gap": (teacher - inputs.logp).detach()})
+
+
+def gated_opd_loss(logp: torch.Tensor, teacher_logp: torch.Tensor, mask: torch.Tensor, beta: float = 5.0):
+    """SEED's gated on-policy distillation term (docs/method.md §5.5): the registered ``gated_opd`` summed
+    over the tokens of `mask`. Its value is 0 when teacher and student agree; its gradient w.r.t. ``logp`` is
+    ``−m·g``, so a descent step raises the log-prob of every sampled token with weight g ∈ (0, 1): strongly
+    where the skill-conditioned teacher finds the token likelier than the student does, hardly at all where
+    it finds it less likely. `teacher_logp` is a constant (no gradient flows into it).
+
+    logp, teacher_logp, mask: [B, L]. Returns (loss_sum, gate [B, L], gap [B, L])."""
+    term = gated_opd(TokenInputs(logp, teacher_logp=teacher_logp), beta=beta)
+    return (mask * term.tokens).sum(), term.stats["gate"], term.stats["gap"]

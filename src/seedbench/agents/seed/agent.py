@@ -35,6 +35,7 @@ import torch
 from seedbench.agents.seed.analysis import Analysis, episode_steps, fit_analyzer_content, parse_analysis
 from seedbench.agents.base import AgentContext, MiniBatch, PreparedUpdate
 from seedbench.agents.grpo import GRPOAgent, GRPOConfig
+from seedbench.agents.losses import gated_opd_loss
 from seedbench.config.errors import ConfigError
 from seedbench.config.resolve import context_length
 from seedbench.config.schema import Count, ModelConfig, NonNegative, Positive, RunConfig
@@ -50,23 +51,6 @@ from seedbench.models.weights import frozen_copy
 from seedbench.progress import progress_bar
 
 ANALYZERS = ("current", "frozen", "static")
-
-
-def gated_opd_loss(logp: torch.Tensor, teacher_logp: torch.Tensor, mask: torch.Tensor, beta: float = 5.0):
-    """Gated on-policy distillation (docs/method.md §5.5), summed over tokens.
-
-    ``gap = stopgrad(teacher_logp − logp)``, ``g = sigmoid(β·gap)`` and the loss is ``Σ m·g·(teacher_logp −
-    logp)``. Its value is 0 when teacher and student agree; its gradient w.r.t. ``logp`` is ``−m·g``, so a
-    descent step raises the log-prob of every sampled token with weight g ∈ (0, 1): strongly where the
-    skill-conditioned teacher finds the token likelier than the student does, hardly at all where it finds
-    it less likely. `teacher_logp` is a constant (no gradient flows into it).
-
-    logp, teacher_logp, mask: [B, L]. Returns (loss_sum, gate [B, L], gap [B, L])."""
-    teacher_logp = teacher_logp.detach()
-    gap = (teacher_logp - logp).detach()
-    gate = torch.sigmoid(beta * gap)
-    loss_sum = (mask * gate * (teacher_logp - logp)).sum()
-    return loss_sum, gate, gap
 
 
 def opd_scale(mode: str, active_tokens: float, minibatch_tokens: int, micro_batches: int) -> float:
