@@ -21,7 +21,7 @@ def _hf_dir(tmp_path, context: int) -> Path:
 
 
 @pytest.mark.parametrize("argv, message", [
-    (["--set", "rollout.group_size=0"], "rollout.group_size: 0 is out of range; must be >= 1"),
+    (["--set", "rollout.group_size=0"], "rollout.group_size: 0 is out of range; must be in [1, 256]"),
     (["--set", "rollout.temperature=-1"], "rollout.temperature: -1.0 is out of range; must be 0 or >= 0.01"),
     (["--set", "rollout.top_p=0"], "rollout.top_p: 0.0 is out of range; must be in (0, 1]"),
     (["--model", "/no/such/dir"], "model.name: /no/such/dir does not exist; pass an HF checkpoint directory, a hub id"),
@@ -139,7 +139,7 @@ def test_every_field_is_documented_and_listed_by_seedbench_config(capsys):
     out = capsys.readouterr().out
     for row in rows:
         assert f"\n{row.name}: " in out or f"[{row.name}]" in out, row.name
-    assert "rollout.group_size: int >= 1 = 2" in out
+    assert "rollout.group_size: int in [1, 256] = 2" in out
     assert "rollout.reward: one of: return, success = 'return'" in out
     from seedbench.agents.seed.agent import SEEDConfig
 
@@ -239,7 +239,7 @@ def test_stage1_flags_map_onto_its_typed_config(tmp_path, capsys):
     assert config.tasks == Stage1Config.tasks == 180  # defaults live in the dataclass
     from_the_run_config = {"env_kwargs", "run_overrides"}  # set by --config / --set, as for `seedbench run`
     assert {f.split(".")[0] for f in STAGE1_FLAGS.values()} == {f.name for f in fields(Stage1Config)} - from_the_run_config
-    for argv, message in [(["--tasks", "0"], "tasks: 0 is out of range; must be >= 1"),
+    for argv, message in [(["--tasks", "0"], "tasks: 0 is out of range; must be in [1, 20000]"),
                           (["--val-fraction", "1"], "val_fraction: 1.0 is out of range; must be in [0, 1)"),
                           (["--engine", "tgi"], "engine: unknown 'tgi'; choose one of: auto, hf, vllm"),
                           (["--max-steps", "3"], "rollout.max_steps: env choice has a fixed step cap of 1"),

@@ -38,7 +38,8 @@ def check_value(value: Any, hint: Any, where: str) -> Any:
         value = check_value(value, base, where)
         for extra in extras:
             if isinstance(extra, (Range, ZeroOrAtLeast)) and value is not None and not extra.contains(value):
-                reason = f" ({extra.reason})" if getattr(extra, "reason", "") else ""
+                over = getattr(extra, "reason", "") and extra.high is not None and value > extra.high
+                reason = f" ({extra.reason})" if over else ""  # the reason is the upper bound's
                 raise ConfigError(f"{where}: {value!r} is out of range; must be {extra}{reason}")
         return value
     if origin is Union or type(hint) is type(int | None):

@@ -23,7 +23,7 @@ class Range:
     low_open: bool = False
     high_open: bool = False
     reason: str = ""
-    """Why the bound is where it is, appended to the error of a value outside it."""
+    """Why the upper bound is where it is, appended to the error of a value above it."""
 
     def contains(self, value: float) -> bool:
         if self.low is not None and (value <= self.low if self.low_open else value < self.low):
