@@ -151,7 +151,7 @@ def test_a_process_that_finds_a_build_under_way_waits_for_it_and_does_not_build_
     lock (here held by the test, standing in for the other process) and then uses what it built."""
     import threading
 
-    from seedbench.training.run_lock import exclusive_lock
+    from seedbench.locking import exclusive_lock
     from seedbench.models.checkpoint import write_marker
     from seedbench.training.starting_model import cached_build, write_manifest
 

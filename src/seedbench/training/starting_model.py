@@ -39,7 +39,7 @@ from seedbench import __version__
 from seedbench.jsonio import read_json_checked, write_json_atomic
 from seedbench.models.checkpoint import DamagedCheckpointError, checkpoint_checksum, file_sha256, verified_checksum
 from seedbench.registry import load_object
-from seedbench.training.run_lock import LockHeld, build_lock, exclusive_lock
+from seedbench.locking import LockHeld, build_lock, exclusive_lock
 from seedbench.training.warm_start import DEMO_FORMAT, warm_start
 
 CACHE_FOLDER = "starting_models"
