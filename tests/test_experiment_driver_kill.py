@@ -16,7 +16,7 @@ import yaml
 
 from seedbench.training import experiments as ex
 from seedbench.training.experiments.local import LocalExecutor
-from seedbench.training.run_lock import LOCK_FILE, exclusive_lock
+from seedbench.locking import LOCK_FILE, exclusive_lock
 from tests.test_experiment import FAKE, _start_driver, _wait_for
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG is Linux's")
