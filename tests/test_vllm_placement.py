@@ -4,7 +4,12 @@ arguments `VLLMEngine` hands ``LLM(...)`` (a fake ``vllm`` module records them: 
 
 from __future__ import annotations
 
+import importlib.util
+import json
+import os
+import subprocess
 import sys
+from pathlib import Path
 from types import ModuleType, SimpleNamespace
 
 import pytest
@@ -134,3 +139,24 @@ def test_engine_context_length_comes_from_the_run_budgets(fake_vllm):
     assert _llm_kwargs({})["max_model_len"] is None  # no prompt budget: the model's own limit
     with pytest.raises(ValueError, match="the model has 2048 positions"):  # the tiny model
         _llm_kwargs({"rollout": {"max_prompt_tokens": 2048, "max_new_tokens": 64}})
+
+
+# -- two torchrun ranks with a real CPU vLLM (docs/engines.md has the CPU install) -------------------------------
+@pytest.mark.slow
+@pytest.mark.skipif(importlib.util.find_spec("vllm") is None,
+                    reason="vLLM is not installed in this environment (optional; see docs/engines.md for the CPU venv recipe)")
+def test_two_torchrun_ranks_each_hold_their_own_engine_with_their_own_seed():
+    root = Path(__file__).resolve().parents[1]
+    env = dict(os.environ, PYTHONPATH=str(root / "src"), SEEDBENCH_PROGRESS="0")
+    proc = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2",
+                           str(root / "tests" / "vllm_two_ranks.py")], env=env, capture_output=True, text=True,
+                          timeout=900)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    line = next(text for text in proc.stdout.splitlines() if text.startswith("RANKS "))
+    ranks = json.loads(line.split(" ", 1)[1])
+    assert [r["rank"] for r in ranks] == [0, 1] and [r["local_rank"] for r in ranks] == [0, 1]
+    assert [r["seed"] for r in ranks] == [3, 4] and all(r["max_model_len"] == 512 for r in ranks)
+    assert ranks[0]["greedy"] == ranks[1]["greedy"] and len(ranks[0]["greedy"]) == 6  # same weights, same answer
+    assert ranks[0]["sampled"] != ranks[1]["sampled"]  # each rank draws its own stream
+    # vLLM's teardown ends the process group it joined: the engine is closed last (seedbench.training.trainer)
+    assert proc.stdout.count("PROCESS_GROUP_AFTER_CLOSE False") == 2
