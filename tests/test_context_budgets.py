@@ -103,3 +103,24 @@ def test_a_prompt_that_cannot_fit_even_without_history_stops_with_the_field_to_r
     with pytest.raises(PromptTooLong, match=f"tokens without any history, over rollout.max_prompt_tokens={bare - 1}; "
                                             "raise rollout.max_prompt_tokens"):
         _episode(bare - 1, 3).prompt()
+
+
+def test_the_runs_rollout_and_evaluation_apply_the_prompt_budget(tmp_path):
+    """`build_run` hands ``rollout.max_prompt_tokens`` to the rollout function that training and evaluation use."""
+    from seedbench.rollout.episode import PromptTooLong
+    from seedbench.rollout.types import TaskRef
+    from seedbench.training.build import build_run
+
+    config = build_config(overrides={"env": "choice", "agent": "grpo", "model": {"name": "tiny"}, "engine": "hf",
+                                     "rollout": {"max_prompt_tokens": 8, "max_new_tokens": 4},
+                                     "output": str(tmp_path / "run")})
+    parts = build_run(config, None, training=False)
+    try:
+        envs = parts.make_envs(2)
+        with pytest.raises(PromptTooLong, match="over rollout.max_prompt_tokens=8"):
+            parts.run_episodes(envs, parts.env, parts.engine, parts.policy.tokenizer, [TaskRef("train", 0)],
+                               group_size=2, params=parts.sampling, history_length=parts.history_length,
+                               max_steps=parts.max_steps)
+        envs.close()
+    finally:
+        parts.close()
