@@ -50,6 +50,7 @@ from seedbench.engines.factory import close_engine, make_engine
 from seedbench.envs.batch import LocalEnvs
 from seedbench.jsonio import append_jsonl, write_json_atomic
 from seedbench.models.policy import load_policy, save_policy
+from seedbench.progress import progress_bar
 from seedbench.registry import UnknownNameError, make_env, resolve_env
 from seedbench.rollout.lockstep import run_episodes
 from seedbench.rollout.types import TaskRef
@@ -302,14 +303,19 @@ def _roll_out(args: Stage1Config, alias: str, env_kwargs: dict, max_steps: int |
     trajectories = []
     chunk = max(1, args.rollout_batch)
     envs = LocalEnvs(lambda: make_env(alias, **env_kwargs), min(chunk, len(tasks)) * args.group_size)
+    starts = range(0, len(tasks), chunk)
+    # one bar over every chunk's lock-step turns (a chunk's episodes may all end before max_steps: the bar
+    # then jumps to the chunk's end), so the stage shows its time left from the first chunk on
+    bar = progress_bar(total=len(starts) * max_steps, desc="stage-1 rollouts", unit="turn")
     try:
-        for start in range(0, len(tasks), chunk):
+        for index, start in enumerate(starts):
             batch, _ = run_episodes(envs, env, engine, policy.tokenizer, tasks[start : start + chunk],
                                     group_size=args.group_size, params=params, history_length=history,
-                                    max_steps=max_steps, episode_prefix=f"sft-{start}-")
+                                    max_steps=max_steps, episode_prefix=f"sft-{start}-", progress=bar)
+            bar.update((index + 1) * max_steps - bar.n)
             trajectories.extend(t for t in batch if not t.dropped and t.steps)
-            print(f"seedbench: rollout {min(start + chunk, len(tasks))}/{len(tasks)} tasks", flush=True)
     finally:
+        bar.close()
         envs.close()
         close_engine(engine)  # frees vLLM's memory before the SFT step
     return trajectories
