@@ -86,7 +86,8 @@ def test_the_config_schema_and_error_import_nothing_from_seedbench(seedbench_gra
     must not reach back into the resolver."""
     edges = seedbench_graph.edges()
     assert edges["seedbench.config.schema"] == set() and edges["seedbench.config.errors"] == set()
-    assert edges["seedbench.config.fields"] == {"seedbench.config.errors", "seedbench.config.schema"}
+    assert edges["seedbench.config.fields"] == {"seedbench.config.errors", "seedbench.config.schema", "seedbench.yamlio"}
+    assert edges["seedbench.yamlio"] == set()  # the one YAML reader: a leaf
 
 
 def test_each_import_inside_a_function_gets_the_reason_the_graph_gives(import_cycles, tmp_path):

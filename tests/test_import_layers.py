@@ -34,7 +34,6 @@ the package itself only."""
 
 UPWARD = {
     ("seedbench.config.resolve", "seedbench.agents"): "validate_config checks the agent a config names (in a function)",
-    ("seedbench.config.resolve", "seedbench.engines"): "... the engine (in a function)",
     ("seedbench.config.resolve", "seedbench.models"): "... the model (in a function)",
     ("seedbench.config.resolve", "seedbench.tracking"): "... the tracking sinks (in a function)",
     ("seedbench.agents.base", "seedbench.training.rundir"): "an annotation only (TYPE_CHECKING)",

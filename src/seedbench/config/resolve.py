@@ -21,6 +21,7 @@ from seedbench.config.context import check_context
 from seedbench.config.errors import ConfigError
 from seedbench.config.fields import check_dataclass, check_value, update_dataclass
 from seedbench.config.schema import MAX_EPISODES_PER_BATCH, Count, RunConfig
+from seedbench.extras import VLLM_INSTALL_HINT, vllm_importable
 from seedbench.registry import agent_entries, canonical_agent, load_object, resolve_agent, resolve_env
 from seedbench.yamlio import YAMLFileError, read_yaml
 
@@ -95,8 +96,6 @@ def validate_config(config: RunConfig, *, check_host: bool = True) -> RunConfig:
     if check_host:
         _check_model_path(config.model.name)
         if config.engine == "vllm":
-            from seedbench.engines.factory import VLLM_INSTALL_HINT, vllm_importable
-
             if not vllm_importable():
                 raise ConfigError(f"engine: vllm is not installed; use engine hf or {VLLM_INSTALL_HINT}")
     return config

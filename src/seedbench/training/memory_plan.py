@@ -34,7 +34,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from seedbench.config import ConfigError
+from seedbench.config import ConfigError, agent_config, build_config, parse_set_pairs
 
 GIB = 1024**3
 VLLM_DEFAULT_SHARE = 0.3
@@ -235,8 +235,6 @@ def rollout_prompt_tokens(config: Any) -> int:
 def settings_of(config: Any, gpus: int | None = None, gpu_memory: int | str | None = None,
                 engine: str | None = None) -> Settings:
     """Resolve what the plan needs from a `RunConfig` (``hardware`` supplies the GPUs unless given here)."""
-    from seedbench.config.resolve import agent_config
-
     hardware = getattr(config, "hardware", None)
     gpus = gpus or getattr(hardware, "gpus", None) or 1
     gpu_memory = parse_memory(gpu_memory if gpu_memory is not None else (getattr(hardware, "gpu_memory", None) or "80GiB"))
@@ -407,8 +405,6 @@ def check_before_run(config: Any, say=print) -> MemoryPlan | None:
 
 def main(argv: list[str] | None = None) -> int:
     """``seedbench plan --config C [--gpus N] [--gpu-memory 80GiB] [--engine hf|vllm] [--set k=v ...]``."""
-    from seedbench.config import build_config, parse_set_pairs
-
     parser = argparse.ArgumentParser(prog="seedbench plan", description="Predict the peak GPU memory of a run "
                                      "(per GPU) from its config, before anything loads, and what to change if it does not fit.")
     parser.add_argument("--config", required=True)
