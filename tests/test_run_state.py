@@ -319,3 +319,43 @@ def test_a_full_disk_while_saving_a_checkpoint_names_the_file(tmp_path, monkeypa
     monkeypatch.setattr(torch, "save", save)
     save_torch_atomic({"w": torch.ones(3)}, target)
     assert torch.equal(torch.load(target)["w"], torch.ones(3)) and not (tmp_path / "model.pt.tmp").exists()
+
+
+def test_a_lora_checkpoint_keeps_the_adapters_only_and_resumes_to_the_uninterrupted_run(tmp_path, monkeypatch):
+    """The frozen base weights are the starting model's: a LoRA run's model.pt holds the adapters alone, and a
+    run killed after its first checkpoint resumes to the records and weights of a run that was never stopped."""
+    lora = {"model": {"name": "tiny", "lora_rank": 4}, "keep_final_checkpoint": True}
+    train(_config(tmp_path / "whole", iterations=2, **lora))
+    real_iteration = Trainer.iteration
+
+    def die_at_the_second(self, iteration):
+        if iteration == 2:
+            raise Killed
+        return real_iteration(self, iteration)
+
+    monkeypatch.setattr(Trainer, "iteration", die_at_the_second)
+    with pytest.raises(Killed):
+        train(_config(tmp_path / "split", iterations=2, **lora))
+    saved = torch.load(tmp_path / "split" / "checkpoints" / "it_1" / "model.pt", weights_only=True)
+    assert saved and all("lora_" in name for name in saved)
+    monkeypatch.setattr(Trainer, "iteration", real_iteration)
+    train(_config(tmp_path / "split", iterations=2, **lora), resume=True)
+    assert _logs(tmp_path / "split") == _logs(tmp_path / "whole")
+    whole = torch.load(tmp_path / "whole" / "checkpoints" / "it_2" / "model.pt", weights_only=True)
+    split = torch.load(tmp_path / "split" / "checkpoints" / "it_2" / "model.pt", weights_only=True)
+    assert whole.keys() == split.keys() and all(torch.equal(whole[k], split[k]) for k in whole)
+
+
+def test_a_lora_checkpoint_without_an_adapter_tensor_is_not_loaded(tmp_path):
+    lora = {"model": {"name": "tiny", "lora_rank": 4}}
+    train(_config(tmp_path / "run", iterations=1, **lora))
+    path = tmp_path / "run" / "checkpoints" / "it_1" / "model.pt"
+    state = torch.load(path, weights_only=True)
+    state.pop(sorted(state)[0])
+    from seedbench.models.policy import load_policy
+    from seedbench.training.checkpoint_files import CheckpointFileError
+    from seedbench.training.run_state import with_frozen_weights
+
+    policy = load_policy(_config(tmp_path / "x", **lora).model, need_reference=False, seed=0)
+    with pytest.raises(CheckpointFileError, match="lacks 1 of the LoRA adapters' tensors"):
+        with_frozen_weights(policy.model, state)

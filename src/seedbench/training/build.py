@@ -24,6 +24,7 @@ from seedbench.jsonio import read_json_checked
 from seedbench.registry import make_env, resolve_agent, resolve_env
 from seedbench.seeding import seed_everything
 from seedbench.training.checkpoint_files import load_torch_file
+from seedbench.training.run_state import with_frozen_weights
 from seedbench.training.distributed import SingleProcess
 from seedbench.training.evaluator import Evaluator
 from seedbench.training.origin import check_origin_env, checkpoint_origin
@@ -182,7 +183,7 @@ def build_run(config: RunConfig, run_dir: RunDir | None, parallel: SingleProcess
     policy = load_policy(model_config or config.model, need_reference=needs_reference, seed=config.seed)
     policy.bf16_compute = bf16_compute_for(policy.bf16_compute, sharded=config.distributed.strategy == "fsdp")
     if weights is not None:
-        policy.model.load_state_dict(load_torch_file(weights, map_location=policy.device))
+        policy.model.load_state_dict(with_frozen_weights(policy.model, load_torch_file(weights, map_location=policy.device)))
     parallel.prepare_model(policy.model, config.seed)  # rank 0's weights on every rank
     engine = make_engine(config.engine, policy, config)
     rollout = choose_rollout(config.rollout.scheduler, engine)

@@ -10,6 +10,11 @@ holds the counters and the RNG streams as lists and numbers (`seedbench.training
 resuming or evaluating a run directory from elsewhere never unpickles a class. A ``state.pt`` written before
 that keeps numpy's RNG key as an array; `load_run_state` reads it with exactly numpy's array, dtype and
 array-rebuild function allowed (data, not code), so those runs still resume.
+
+A LoRA run's ``model.pt`` keeps the adapters only (`trainable_state`): the frozen base weights are the run's
+starting model, which a resume loads by name and checks against its checksum, so saving them again would
+only add the base model's size (0.54 GB for SmolLM2-135M) to every checkpoint. A checkpoint that holds the
+full state (any full fine-tune, and LoRA checkpoints written before) loads as it always did.
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ from typing import Any
 import torch
 
 from seedbench.jsonio import RunFileError, RunFileWarning
+from seedbench.models.weights import is_lora
 from seedbench.training.checkpoint_files import CheckpointFileError, load_torch_file, save_torch_atomic
 from seedbench.training.distributed import SingleProcess
 from seedbench.training.rng import plain_rng_state, rng_from_plain, rng_state, set_rng_state
@@ -30,6 +36,26 @@ from seedbench.training.rundir import RunDir
 def checkpoint_iteration(path: Path) -> int:
     """``checkpoints/it_12`` → 12."""
     return int(path.name.split("_")[1])
+
+
+def trainable_state(model: torch.nn.Module, state: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    """What a checkpoint keeps of `model`'s `state`: everything, or for a LoRA model its trainable tensors."""
+    if not is_lora(model):
+        return state
+    trainable = {name for name, param in model.named_parameters() if param.requires_grad}
+    return {name: tensor for name, tensor in state.items() if name in trainable}
+
+
+def with_frozen_weights(model: torch.nn.Module, state: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    """A checkpoint's `state` completed with `model`'s frozen tensors where it holds a LoRA model's trainable
+    ones only; a `CheckpointFileError` when a trainable tensor is missing."""
+    if not is_lora(model):
+        return state
+    full = model.state_dict()
+    missing = {name for name, param in model.named_parameters() if param.requires_grad} - set(state)
+    if missing:
+        raise CheckpointFileError(f"model.pt lacks {len(missing)} of the LoRA adapters' tensors (e.g. {min(missing)})")
+    return {**full, **state}
 
 
 def save_checkpoint(parallel: SingleProcess, run_dir: RunDir, model: torch.nn.Module,
@@ -42,7 +68,7 @@ def save_checkpoint(parallel: SingleProcess, run_dir: RunDir, model: torch.nn.Mo
     if not parallel.is_main:
         return None
     path = run_dir.new_checkpoint_dir(counters["iteration"])
-    save_torch_atomic(dict(model_state), path / "model.pt")
+    save_torch_atomic(trainable_state(model, dict(model_state)), path / "model.pt")
     save_torch_atomic(optimizer_state, path / "optimizer.pt")
     state = {"counters": dict(counters), "rng": rng_ranks[0]}
     if len(rng_ranks) > 1:
@@ -63,7 +89,7 @@ def load_checkpoint(parallel: SingleProcess, run_dir: RunDir, path: Path, model:
             problem = run_dir.checkpoint_problem(candidate)
             if problem is not None:
                 raise CheckpointFileError(problem)
-            model_state = load_torch_file(candidate / "model.pt", map_location=device)
+            model_state = with_frozen_weights(model, load_torch_file(candidate / "model.pt", map_location=device))
             optimizer_state = load_torch_file(candidate / "optimizer.pt", map_location=device)
             state = load_run_state(candidate / "state.pt")
         except CheckpointFileError as err:
