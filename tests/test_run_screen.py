@@ -52,3 +52,10 @@ def test_a_run_with_report_true_ends_with_the_screen_and_its_report(tmp_path, ca
     assert (out / "report" / "report.html").exists() and list((out / "report" / "plots").glob("*.png"))
     assert f"Report with plots: {out / 'report' / 'report.html'}" in printed
     assert "Held-out success on test (4 tasks):" in printed and f"seedbench view {out}" in printed
+
+
+def test_analyses_that_never_parsed_are_said_with_one_raw_answer(tmp_path):
+    (tmp_path / "skills.jsonl").write_text(json.dumps({"iteration": 1, "ok": False, "episode_skill": None,
+                                                       "raw": '{"episode_summary": "Go down."'}) + "\n")
+    screen = closing_screen(tmp_path)
+    assert "None of the policy's 1 self-analyses parsed into a skill" in screen and 'Go down.' in screen

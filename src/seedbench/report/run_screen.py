@@ -57,6 +57,27 @@ def chosen_skills(run_dir: Path, count: int = 2) -> list[dict[str, Any]]:
     return picked[:count]
 
 
+def _skill_lines(run_dir: Path) -> list[str]:
+    """Two parsed skills; or, when the run wrote analyses but none parsed, that fact (SEED's distillation term
+    had no skill to condition on) and the start of one raw answer, so the screen never hides it."""
+    path = run_dir / "skills.jsonl"
+    skills = chosen_skills(run_dir)
+    if skills:
+        lines = [f"Skills the policy wrote about its own episodes ({path}):"]
+        for record in skills:
+            outcome = "won" if record.get("won") else "lost"
+            lines.append(f"  update {record.get('iteration')}, {outcome} episode on {record.get('task')}:")
+            lines += _quote(record["episode_skill"])
+        return lines
+    records = list(read_jsonl(path)) if path.exists() else []
+    if not records:
+        return []
+    lines = [f"None of the policy's {len(records)} self-analyses parsed into a skill ({path}), so SEED's "
+             "distillation term had nothing to condition on and the updates were GRPO's. One raw answer:"]
+    raw = next((r.get("raw") for r in records if r.get("raw")), "")
+    return lines + _quote(raw[:300] + ("…" if len(raw) > 300 else ""))
+
+
 def _quote(text: str) -> list[str]:
     return textwrap.wrap(" ".join(text.split()), WIDTH - 4, initial_indent="  > ", subsequent_indent="    ")
 
@@ -75,13 +96,7 @@ def closing_screen(run_dir: str | Path, report_html: str | Path | None = None) -
         lines += textwrap.wrap(what_it_shows(result), WIDTH - 2, initial_indent="  ", subsequent_indent="  ")
     if not summary.get("before_after"):
         lines.append("No before -> after comparison: the run evaluated once or not at all (eval.num_tasks, iterations).")
-    skills = chosen_skills(run_dir)
-    if skills:
-        lines.append(f"Skills the policy wrote about its own episodes ({run_dir / 'skills.jsonl'}):")
-        for record in skills:
-            outcome = "won" if record.get("won") else "lost"
-            lines.append(f"  update {record.get('iteration')}, {outcome} episode on {record.get('task')}:")
-            lines += _quote(record["episode_skill"])
+    lines += _skill_lines(run_dir)
     if report_html is not None:
         lines.append(f"Report with plots: {report_html}")
     lines.append(f"Browse the episodes and skills: seedbench view {run_dir}   (add --serve for a local web page)")
