@@ -34,8 +34,8 @@ def what_it_shows(result: dict[str, Any]) -> str:
 
 
 def chosen_skills(run_dir: Path, count: int = 2) -> list[dict[str, Any]]:
-    """`count` skills from the run's skills.jsonl: the last update's first won and first lost episode where
-    there are both (so the screen shows one of each), else its first ones; distinct texts only."""
+    """`count` skills from the run's skills.jsonl: the latest update's first won and first lost episode where
+    there are both (so the screen shows one of each), then the latest others; distinct texts only."""
     path = run_dir / "skills.jsonl"
     if not path.exists():
         return []
@@ -44,6 +44,7 @@ def chosen_skills(run_dir: Path, count: int = 2) -> list[dict[str, Any]]:
         return []
     last = max(r.get("iteration", 0) for r in records)
     pool = [r for r in records if r.get("iteration", 0) == last]
+    pool += sorted((r for r in records if r.get("iteration", 0) != last), key=lambda r: -r.get("iteration", 0))
     picked: list[dict[str, Any]] = []
     for wanted in (True, False):
         match = next((r for r in pool if bool(r.get("won")) == wanted), None)

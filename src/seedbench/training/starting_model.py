@@ -165,7 +165,25 @@ def _build_into(kind: str, final: Path, build: Callable[[Path], Path]) -> Path:
         scratch.rename(final)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
+        release_memory()
     return final / "model"
+
+
+def release_memory() -> None:
+    """Hand a finished build's memory back before the next step loads its own model: the fine-tune's objects
+    hold reference cycles (the Trainer and its callbacks) that only the collector frees, and glibc keeps freed
+    heap pages until asked to trim them."""
+    import ctypes
+    import ctypes.util
+    import gc
+
+    gc.collect()
+    libc = ctypes.util.find_library("c")
+    if libc:
+        try:
+            ctypes.CDLL(libc).malloc_trim(0)
+        except (OSError, AttributeError):  # not glibc
+            pass
 
 
 def step_settings(section: Any) -> dict[str, Any]:
