@@ -333,3 +333,23 @@ def test_scores_run_on_the_copys_path_so_teacher_and_reference_gaps_are_not_prec
     gap = max(abs(a - b) for x, y in zip(under_autocast, current) for a, b in zip(x, y))
     assert gap > 0
     trainer.close()
+
+
+def test_lora_adapters_still_train_when_the_reference_is_scored_before_the_copy_exists(tmp_path):
+    """The KL reference of a LoRA policy is the master with its adapters switched off; a compute copy first
+    made inside that context kept them off, and the update's loss had no gradient at all."""
+    config = build_config(overrides={
+        "env": "choice", "agent": "grpo", "model": {"name": "tiny", "lora_rank": 4}, "iterations": 1,
+        "output": str(tmp_path / "lora"), "rollout": {"max_new_tokens": 4, "tasks_per_batch": 2, "group_size": 2},
+        "optim": {"mini_batch_size": 64, "micro_batch_size": 2, "grad_clip": 1e9}, "eval": {"num_tasks": 1}})
+    from seedbench.training.trainer import Trainer
+
+    trainer = Trainer(config)
+    prepared, trajectories = _rollout(trainer)
+    _precision(trainer, "param_copy")
+    trainer.policy._compute_copy = None
+    with trainer.policy.reference():
+        trainer.policy.compute_copy()  # what the reference's scoring pass asks for first
+    _, grads, _ = _update(trainer, prepared, trajectories, old_logprobs="score", packing="off")
+    assert any("lora_B" in name and g.norm() > 0 for name, g in grads.items())
+    trainer.close()

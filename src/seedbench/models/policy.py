@@ -72,8 +72,11 @@ class Policy:
 
     @contextlib.contextmanager
     def reference(self):
-        """Yield a module computing the reference log-probs (LoRA: adapters disabled)."""
+        """Yield a module computing the reference log-probs (LoRA: adapters disabled). The bf16 compute copy
+        is made first where the run has one: a copy first made inside the context would keep its adapters
+        switched off (and frozen) for every later loss forward."""
         if self.lora:
+            self.compute_copy()
             with self.model.disable_adapter():
                 yield self.model
         else:
