@@ -222,7 +222,8 @@ def test_packed_rows_and_their_tree_attention_run_on_the_copy(tmp_path, packing)
     trainer.close()
 
 
-def test_lora_adapters_train_through_the_copy(tmp_path):
+def _lora_trainer(tmp_path):
+    """A GRPO trainer of the tiny model with LoRA adapters, and one rollout of it."""
     config = build_config(overrides={
         "env": "choice", "agent": "grpo", "model": {"name": "tiny", "lora_rank": 4}, "iterations": 1,
         "output": str(tmp_path / "lora"), "rollout": {"max_new_tokens": 4, "tasks_per_batch": 2, "group_size": 2},
@@ -230,7 +231,11 @@ def test_lora_adapters_train_through_the_copy(tmp_path):
     from seedbench.training.trainer import Trainer
 
     trainer = Trainer(config)
-    prepared, trajectories = _rollout(trainer)
+    return trainer, *_rollout(trainer)
+
+
+def test_lora_adapters_train_through_the_copy(tmp_path):
+    trainer, prepared, trajectories = _lora_trainer(tmp_path)
     _precision(trainer, "fp32")
     _, exact, _ = _update(trainer, prepared, trajectories, old_logprobs="score", packing="off")
     _precision(trainer, "param_copy")
@@ -338,14 +343,7 @@ def test_scores_run_on_the_copys_path_so_teacher_and_reference_gaps_are_not_prec
 def test_lora_adapters_still_train_when_the_reference_is_scored_before_the_copy_exists(tmp_path):
     """The KL reference of a LoRA policy is the master with its adapters switched off; a compute copy first
     made inside that context kept them off, and the update's loss had no gradient at all."""
-    config = build_config(overrides={
-        "env": "choice", "agent": "grpo", "model": {"name": "tiny", "lora_rank": 4}, "iterations": 1,
-        "output": str(tmp_path / "lora"), "rollout": {"max_new_tokens": 4, "tasks_per_batch": 2, "group_size": 2},
-        "optim": {"mini_batch_size": 64, "micro_batch_size": 2, "grad_clip": 1e9}, "eval": {"num_tasks": 1}})
-    from seedbench.training.trainer import Trainer
-
-    trainer = Trainer(config)
-    prepared, trajectories = _rollout(trainer)
+    trainer, prepared, trajectories = _lora_trainer(tmp_path)
     _precision(trainer, "param_copy")
     trainer.policy._compute_copy = None
     with trainer.policy.reference():

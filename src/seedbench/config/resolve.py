@@ -17,7 +17,7 @@ from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
-from seedbench.config.context import check_context
+from seedbench.config.context import check_context, model_positions
 from seedbench.config.errors import ConfigError
 from seedbench.config.fields import check_dataclass, check_value, update_dataclass
 from seedbench.config.schema import MAX_EPISODES_PER_BATCH, Count, RunConfig
@@ -268,22 +268,12 @@ def _check_model_path(name: str) -> None:
 
 def context_length(config: RunConfig) -> tuple[int, str] | None:
     """The generation context length when the config alone tells it: ``vllm.max_model_len`` (vLLM engine)
-    or ``max_position_embeddings`` of a local checkpoint's ``config.json``; None otherwise (hub ids are
-    not fetched; the tiny test model uses rotary positions and has no hard limit)."""
+    or the model's ``max_position_embeddings`` (`seedbench.config.context.model_positions`: a local
+    checkpoint's ``config.json`` or the Hugging Face cache's copy, never fetched); None otherwise (the tiny
+    test model uses rotary positions and has no hard limit)."""
     if config.vllm.max_model_len and config.engine in ("vllm", "auto"):
         return config.vllm.max_model_len, "vllm.max_model_len"
-    path = Path(config.model.name).expanduser() / "config.json"
-    if path.is_file():
-        import json
-
-        try:
-            data = json.loads(path.read_text())
-        except (OSError, ValueError):
-            return None
-        for section in (data, data.get("text_config") or {}):
-            if isinstance(section.get("max_position_embeddings"), int):
-                return section["max_position_embeddings"], f"max_position_embeddings of {config.model.name}"
-    return None
+    return model_positions(config.model.name)
 
 
 def _check_rollout_is(config: RunConfig) -> None:
