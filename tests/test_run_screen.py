@@ -23,12 +23,11 @@ def _skill(iteration, won, text, ok=True):
     return {"iteration": iteration, "won": won, "ok": ok, "episode_skill": text, "task": f"train/{iteration}"}
 
 
-def test_skills_come_from_the_last_update_one_won_and_one_lost(tmp_path):
+def test_skills_come_from_the_last_update_one_won_and_one_lost():
     rows = [_skill(1, True, "old won"), _skill(2, False, "lost one"), _skill(2, False, "lost two"),
             _skill(2, True, None, ok=False), _skill(2, True, "won one")]
-    (tmp_path / "skills.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
-    assert [r["episode_skill"] for r in chosen_skills(tmp_path)] == ["won one", "lost one"]
-    assert chosen_skills(tmp_path / "nowhere") == []
+    assert [r["episode_skill"] for r in chosen_skills(rows)] == ["won one", "lost one"]
+    assert chosen_skills([]) == []
 
 
 def test_the_screen_names_numbers_skills_report_and_viewer(tmp_path):

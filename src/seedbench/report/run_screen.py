@@ -33,13 +33,11 @@ def what_it_shows(result: dict[str, Any]) -> str:
             "measures that.")
 
 
-def chosen_skills(run_dir: Path, count: int = 2) -> list[dict[str, Any]]:
-    """`count` skills from the run's skills.jsonl: the latest update's first won and first lost episode where
-    there are both (so the screen shows one of each), then the latest others; distinct texts only."""
-    path = run_dir / "skills.jsonl"
-    if not path.exists():
-        return []
-    records = [r for r in read_jsonl(path) if r.get("ok") and r.get("episode_skill")]
+def chosen_skills(analyses: list[dict[str, Any]], count: int = 2) -> list[dict[str, Any]]:
+    """`count` parsed skills of a run's `analyses` (its skills.jsonl records): the latest update's first won and
+    first lost episode where there are both (so the screen shows one of each), then the latest others;
+    distinct texts only."""
+    records = [r for r in analyses if r.get("ok") and r.get("episode_skill")]
     if not records:
         return []
     last = max(r.get("iteration", 0) for r in records)
@@ -62,7 +60,8 @@ def _skill_lines(run_dir: Path) -> list[str]:
     """Two parsed skills; or, when the run wrote analyses but none parsed, that fact (SEED's distillation term
     had no skill to condition on) and the start of one raw answer, so the screen never hides it."""
     path = run_dir / "skills.jsonl"
-    skills = chosen_skills(run_dir)
+    records = list(read_jsonl(path)) if path.exists() else []
+    skills = chosen_skills(records)
     if skills:
         lines = [f"Skills the policy wrote about its own episodes ({path}):"]
         for record in skills:
@@ -70,7 +69,6 @@ def _skill_lines(run_dir: Path) -> list[str]:
             lines.append(f"  update {record.get('iteration')}, {outcome} episode on {record.get('task')}:")
             lines += _quote(record["episode_skill"])
         return lines
-    records = list(read_jsonl(path)) if path.exists() else []
     if not records:
         return []
     lines = [f"None of the policy's {len(records)} self-analyses parsed into a skill ({path}), so SEED's "
