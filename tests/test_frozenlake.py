@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from seedbench.envs.checks import run_checks
-from seedbench.envs.frozenlake import FrozenLakeEnv, render_map, shortest_path
+from seedbench.envs.frozenlake import FrozenLakeEnv, hole_left_of_goal, render_map, shortest_path
 from tests.image_checks import (assert_frame, assert_frames_deterministic, expert_policy, play, random_policy,
                                 success_rate)
 
@@ -73,6 +73,29 @@ def test_splits_are_disjoint_sets_of_maps_and_test_large_is_bigger():
     assert not maps["train"] & maps["test"]
     assert {len(m) for m in maps["test_large"]} == {6} and {len(m) for m in maps["test"]} == {4}
     assert len(maps["test"]) > 20  # seeds reach different maps
+
+
+def test_hard_maps_have_a_hole_left_of_the_goal_and_stay_held_out():
+    env = FrozenLakeEnv()
+    train = {tuple(env.generate_map("train", seed)) for seed in range(60)}
+    hard = [env.generate_map("test_hard", seed) for seed in range(30)]
+    assert all(m[3][2] == "H" and m[3][3] == "G" for m in hard) and len({tuple(m) for m in hard}) > 20
+    assert not train & {tuple(m) for m in hard}
+    assert success_rate(env, "test_hard", range(10), expert_policy) == 1.0  # still solvable: down the last column
+    assert hole_left_of_goal(["SF", "HG"]) and not hole_left_of_goal(["SH", "FG"])
+
+
+def test_hard_share_forces_that_share_of_training_maps_and_leaves_the_rest_unchanged():
+    plain, hard = FrozenLakeEnv(), FrozenLakeEnv(hard_share=0.5)
+    maps = [(plain.generate_map("train", seed), hard.generate_map("train", seed)) for seed in range(200)]
+    forced = [seed for seed, (a, b) in enumerate(maps) if a != b]
+    assert all(hole_left_of_goal(maps[seed][1]) for seed in forced)
+    natural = sum(hole_left_of_goal(a) for a, _ in maps) / len(maps)
+    share = sum(hole_left_of_goal(b) for _, b in maps) / len(maps)
+    assert natural < 0.25 and share > 0.45 and share > natural + 0.25
+    assert plain.generate_map("test", 5) == hard.generate_map("test", 5)  # held-out splits are untouched
+    with pytest.raises(ValueError, match="hard_share"):
+        FrozenLakeEnv(hard_share=1.5)
 
 
 def test_expert_solves_every_sampled_map_and_a_random_agent_rarely_does():

@@ -89,6 +89,14 @@ CATALOGUE: list[EnvEntry] = [
         kwargs={"show_neighbours": True},
     ),
     EnvEntry(
+        alias="frozenlake-neighbours-hard",
+        env_id="seedbench/FrozenLakeNeighboursHard-v0",
+        entry_point="seedbench.envs.frozenlake:FrozenLakeEnv",
+        description="frozenlake-neighbours with half of the training maps forced to the hard kind (a hole left "
+                    "of the goal; split test_hard: held-out maps of that kind)",
+        kwargs={"show_neighbours": True, "hard_share": 0.5},
+    ),
+    EnvEntry(
         alias="frozenlake-8x8",
         env_id="seedbench/FrozenLake8x8-v0",
         entry_point="seedbench.envs.frozenlake:FrozenLakeEnv",

@@ -35,12 +35,21 @@ Registered ids
     ``seedbench/FrozenLake-v0`` (alias ``frozenlake``): 4x4 maps, p = 0.8, not slippery; splits ``train``
     and ``test`` (4x4) and ``test_large`` (``large_size``, default 6x6: the size-shift generalization
     split). ``frozenlake-8x8`` trains and tests on 8x8 maps with 10x10 as the shift. Kwargs: ``size``,
-    ``large_size``, ``p``, ``is_slippery``, ``max_steps``, ``frame_size``, ``projection``, ``show_neighbours``.
+    ``large_size``, ``p``, ``is_slippery``, ``max_steps``, ``frame_size``, ``projection``, ``show_neighbours``,
+    ``hard_share``.
+Hard maps
+    A map whose tile left of the goal is a hole (``hole_left_of_goal``) can only be finished by walking down
+    the last column, and a policy that heads for the goal along the bottom row falls in. Split ``test_hard``
+    holds held-out maps of that kind only (test-split maps, redrawn until hard). ``hard_share`` (default 0:
+    Gymnasium's own distribution, where about 15 % of the 4x4 training maps are hard) forces that share of the
+    training maps to be hard: map k of ``train`` is redrawn until hard when a draw seeded by k falls below the
+    share, so a training run sees more of the kind (alias ``frozenlake-neighbours-hard``: a share of 0.5, so
+    about 57 % hard). The maps not forced are the same as without the option.
 Data source
     Procedural; no files. Map ``frozenlake-{split}-{seed}`` is drawn by ``generate_random_map`` from a seed
     derived from (seed, split name); the train and test splits are disjoint sets of maps (a hash of the
     map picks its split and the generator redraws until they agree); ``test_large`` has another size.
-    ``reset(options={"desc": ["SFFF", ...]})`` plays a hand-made map.
+    ``test_hard`` holds test-split maps only. ``reset(options={"desc": ["SFFF", ...]})`` plays a hand-made map.
 """
 
 from __future__ import annotations
@@ -174,6 +183,11 @@ def _player_cell(rows: list[list[str]]) -> tuple[int, int] | None:
     return next(((r, c) for r, row in enumerate(rows) for c, tile in enumerate(row) if tile == "P"), None)
 
 
+def hole_left_of_goal(desc: list[str]) -> bool:
+    """The hard map kind: the goal (bottom-right) has a hole on its left, so only the last column reaches it."""
+    return desc[-1][-2] == "H"
+
+
 def _map_split(desc: list[str], num_splits: int) -> int:
     digest = hashlib.blake2b("\n".join(desc).encode(), digest_size=8).digest()
     return int.from_bytes(digest, "little") % num_splits
@@ -183,7 +197,7 @@ class FrozenLakeEnv(TextEnv):
     history_length = 2
     max_steps = 100
     invalid_action_penalty = 0.1
-    splits = ("train", "test", "test_large")
+    splits = ("train", "test", "test_large", "test_hard")
     eval_split = "test"
     image_shape = (192, 192)
     generator_version = "1"
@@ -198,7 +212,7 @@ class FrozenLakeEnv(TextEnv):
 
     def __init__(self, size: int = 4, large_size: int = 6, p: float = 0.8, is_slippery: bool = False,
                  max_steps: int = 100, frame_size: int = 192, projection: str = "reference",
-                 show_neighbours: bool = False, render_mode: str | None = None):
+                 show_neighbours: bool = False, hard_share: float = 0.0, render_mode: str | None = None):
         super().__init__(render_mode=render_mode)
         _require_pillow()
         try:
@@ -209,14 +223,16 @@ class FrozenLakeEnv(TextEnv):
         self.projection = check_projection(projection)
         if projection != "reference":
             self.parse_action = lambda text: parse_choice(text, ACTIONS, self.projection)
-        if min(size, large_size) < 2 or not 0 < p <= 1 or max_steps < 1 or frame_size < 2 * max(size, large_size):
-            raise ValueError(f"FrozenLake needs size, large_size >= 2, 0 < p <= 1, max_steps >= 1 and frame_size at "
-                             f"least 2 px per tile; got size={size}, large_size={large_size}, p={p}, "
-                             f"max_steps={max_steps}, frame_size={frame_size}")
+        if (min(size, large_size) < 2 or not 0 < p <= 1 or max_steps < 1 or frame_size < 2 * max(size, large_size)
+                or not 0 <= hard_share <= 1):
+            raise ValueError(f"FrozenLake needs size, large_size >= 2, 0 < p <= 1, max_steps >= 1, frame_size at "
+                             f"least 2 px per tile and 0 <= hard_share <= 1; got size={size}, large_size={large_size}, "
+                             f"p={p}, max_steps={max_steps}, frame_size={frame_size}, hard_share={hard_share}")
         self.size, self.large_size, self.p = int(size), int(large_size), float(p)
         self.is_slippery, self.max_steps = bool(is_slippery), int(max_steps)
         self.frame_size = int(frame_size)
         self.show_neighbours = bool(show_neighbours)
+        self.hard_share = float(hard_share)
         self.image_shape = (self.frame_size, self.frame_size)
         self.desc: list[str] = []
         self.gym_env = None
@@ -229,15 +245,27 @@ class FrozenLakeEnv(TextEnv):
     # -- maps -----------------------------------------------------------------------------------------
 
     def generate_map(self, split: str, seed: int) -> list[str]:
-        """The map ``frozenlake-{split}-{seed}``. Pure in (split, seed, size, p)."""
+        """The map ``frozenlake-{split}-{seed}``. Pure in (split, seed, size, p, hard_share)."""
         self._check_split(split)
         size = self.large_size if split == "test_large" else self.size
         rng = np.random.default_rng([int(seed), zlib.crc32(split.encode())])
+        side = "train" if split == "train" else "test"
         for _ in range(10_000):
             desc = self._generate_map(size=size, p=self.p, seed=int(rng.integers(2**31)))
-            if split == "test_large" or _map_split(desc, 2) == ("train", "test").index(split):
+            if split == "test_large":
+                return desc
+            if _map_split(desc, 2) == ("train", "test").index(side) and (
+                    not self._forced_hard(split, seed) or hole_left_of_goal(desc)):
                 return desc
         raise RuntimeError(f"could not draw a {size}x{size} FrozenLake map for split {split!r}")
+
+    def _forced_hard(self, split: str, seed: int) -> bool:
+        """Whether map `seed` of `split` must be of the hard kind: every ``test_hard`` map, and the
+        ``hard_share`` of the training maps (a draw of its own, so the other maps stay unchanged)."""
+        if split == "test_hard":
+            return True
+        return split == "train" and self.hard_share > 0 and (
+            np.random.default_rng([int(seed), zlib.crc32(b"hard")]).random() < self.hard_share)
 
     def reset(self, *, seed: int | None = None, options: dict | None = None):
         super().reset(seed=seed)
