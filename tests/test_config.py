@@ -49,7 +49,7 @@ def _hf_dir(tmp_path, context: int) -> Path:
      "eval.curve_splits: 'train' is not one of the evaluated splits ['test']; name splits of eval.splits"),
     (["--set", "vllm.gpu_memory_utilization=1.5"], "vllm.gpu_memory_utilization: 1.5 is out of range; must be in (0, 1]"),
     (["--agent", "seed", "--engine", "vllm", "--set", "vllm.max_model_len=1024"],
-     "algo.analysis_max_prompt_tokens + algo.analysis_max_new_tokens = 4096 + 256 exceeds the context length 1024 (vllm.max_model_len)"),
+     "algo.analysis_max_prompt_tokens + algo.analysis_max_new_tokens = 4352 tokens does not fit the context length 1024 (vllm.max_model_len)"),
     # stage 1 may precede any agent's run (GRPO from the stage-1 checkpoint is SEED's fair baseline)
     (["--set", "analyzer_sft.annotator=hindsite"], "analyzer_sft.annotator: unknown 'hindsite'; use one of hindsight, "),
 ])
@@ -63,7 +63,8 @@ def test_invalid_config_is_one_line_and_writes_nothing(tmp_path, capsys, argv, m
 
 def test_seed_budgets_are_checked_against_a_local_checkpoints_context(tmp_path):
     ckpt = _hf_dir(tmp_path, 2048)
-    with pytest.raises(ConfigError, match=r"4096 \+ 256 exceeds the context length 2048 \(max_position_embeddings of "):
+    with pytest.raises(ConfigError, match=r"analysis_max_new_tokens = 4352 tokens does not fit the context length 2048 "
+                                          r"\(max_position_embeddings of "):
         build_config(overrides={"env": "choice", "agent": "seed", "model": {"name": str(ckpt)}})
     fits = build_config(overrides={"env": "choice", "agent": "seed", "model": {"name": str(ckpt)},
                                    "algo": {"analysis_max_prompt_tokens": 1792, "analysis_max_new_tokens": 256}})
@@ -72,8 +73,11 @@ def test_seed_budgets_are_checked_against_a_local_checkpoints_context(tmp_path):
     # analysis budget to fit
     build_config(overrides={"env": "choice", "agent": "seed-static-skills", "model": {"name": str(ckpt)}})
     build_config(overrides={"env": "choice", "agent": "seed", "model": {"name": str(ckpt)}, "algo": {"train": False}})
-    with pytest.raises(ConfigError, match=r"rollout.max_new_tokens=4096 does not fit the context length 2048"):
+    with pytest.raises(ConfigError, match=r"rollout.max_new_tokens \+ one prompt token = 4097 tokens does not fit the context length 2048"):
         build_config(overrides={"env": "choice", "model": {"name": str(ckpt)}, "rollout": {"max_new_tokens": 4096}})
+    with pytest.raises(ConfigError, match=r"eval.max_new_tokens \+ one prompt token = 2049 tokens does not fit"):
+        build_config(overrides={"env": "choice", "model": {"name": str(ckpt)}, "eval": {"max_new_tokens": 2048}})
+    build_config(overrides={"env": "choice", "model": {"name": str(ckpt)}, "eval": {"max_new_tokens": 2047}})
     with pytest.raises(ConfigError, match="has no config.json"):
         build_config(overrides={"env": "choice", "model": {"name": str(tmp_path)}})
 

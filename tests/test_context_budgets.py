@@ -63,7 +63,7 @@ def test_hub_model_positions_come_from_the_local_cache_never_the_network(tmp_pat
     monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_CACHE", str(tmp_path))
     assert model_positions("Org/Model") == (32768, "max_position_embeddings of Org/Model")
     assert model_positions("Org/Absent") is None
-    with pytest.raises(ConfigError, match=r"analysis_max_new_tokens = 32768 \+ 1024 exceeds the context length 32768 "
+    with pytest.raises(ConfigError, match=r"analysis_max_new_tokens = 33792 tokens does not fit the context length 32768 "
                                           r"\(max_position_embeddings of Org/Model\)"):
         build_config(overrides={"agent": "seed", "model": {"name": "Org/Model"},
                                 "algo": {"analysis_max_prompt_tokens": 32768, "analysis_max_new_tokens": 1024}})

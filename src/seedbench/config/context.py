@@ -69,7 +69,8 @@ def model_positions(name: str) -> tuple[int, str] | None:
 
 def check_context(config: RunConfig, agent_cls: type | None = None, algo: object = None) -> None:
     """Every bounded generation must fit the model's positions (where they are known on this machine) and an
-    explicit ``vllm.max_model_len``; a `ConfigError` names the budget and the fix."""
+    explicit ``vllm.max_model_len``, and without a prompt budget every response budget must leave room for a
+    prompt; a `ConfigError` names the budget and the fix. The one context check of a config."""
     budgets = generation_budgets(config, agent_cls, algo)
     limits = []
     positions = model_positions(config.model.name)
@@ -78,6 +79,10 @@ def check_context(config: RunConfig, agent_cls: type | None = None, algo: object
     if config.vllm.max_model_len and config.engine in ("vllm", "auto"):
         limits.append((config.vllm.max_model_len, "vllm.max_model_len", "or raise vllm.max_model_len (or leave it "
                                                                          "empty: the run's own budgets set it)"))
+    if config.rollout.max_prompt_tokens is None:  # unbounded prompts: the response alone must leave room for one
+        budgets += [(f"{where} + one prompt token", value + 1) for where, value in
+                    (("rollout.max_new_tokens", config.rollout.max_new_tokens),
+                     ("eval.max_new_tokens", config.eval.max_new_tokens)) if value is not None]
     for limit, source, fix in limits:
         for what, total in budgets:
             if total > limit:

@@ -78,7 +78,6 @@ def validate_config(config: RunConfig, *, check_host: bool = True) -> RunConfig:
                                                                    config.env_kwargs)
     config.agent = canonical_agent(config.agent)  # a run records the catalogue name, never an alias
     algo = agent_config(config)
-    _check_response_budgets(config)
     _check_final_weights_kept(config)
     _agent_class_of(config).check_config(config, algo)
     check_context(config, _agent_class_of(config), algo)
@@ -322,18 +321,6 @@ def _check_final_weights_kept(config: RunConfig) -> None:
     if not config.keep_final_checkpoint and not config.save_final_model:
         raise ConfigError("keep_final_checkpoint: false with save_final_model: false would delete the run's only "
                           "final weights; set save_final_model: true or keep_final_checkpoint: true")
-
-
-def _check_response_budgets(config: RunConfig) -> None:
-    """The per-step response budgets must fit the context length, where the config tells it."""
-    known = context_length(config)
-    if known is None:
-        return
-    limit, source = known
-    for where, value in (("rollout.max_new_tokens", config.rollout.max_new_tokens),
-                         ("eval.max_new_tokens", config.eval.max_new_tokens)):
-        if value is not None and value >= limit:
-            raise ConfigError(f"{where}={value} does not fit the context length {limit} ({source}); lower it")
 
 
 def to_dict(config: Any) -> dict[str, Any]:

@@ -37,7 +37,6 @@ from seedbench.agents.base import AgentContext, MiniBatch, PreparedUpdate
 from seedbench.agents.grpo import GRPOAgent, GRPOConfig
 from seedbench.agents.losses import gated_opd_loss
 from seedbench.config.errors import ConfigError
-from seedbench.config.resolve import context_length
 from seedbench.config.schema import Count, ModelConfig, NonNegative, Positive, RunConfig
 from seedbench.models.vision import prompt_images
 from seedbench.rollout.prompting import current_observation, insert_skill, render_prompt  # noqa: F401 - current_observation re-exported
@@ -141,19 +140,6 @@ class SEEDAgent(GRPOAgent):
         self._act_calls = 0
 
     # -- setup ------------------------------------------------------------------------------------
-    @classmethod
-    def check_config(cls, run_config: RunConfig, config: SEEDConfig) -> None:
-        """An analysing agent's prompt and answer budgets must fit the model's context length, where the run
-        config tells it (`seedbench.config.context_length`)."""
-        known = context_length(run_config)
-        if known is None or config.analyzer == "static" or not config.train:
-            return
-        limit, source = known
-        prompt, answer = config.analysis_max_prompt_tokens, config.analysis_max_new_tokens
-        if prompt + answer > limit:
-            raise ConfigError(f"algo.analysis_max_prompt_tokens + algo.analysis_max_new_tokens = {prompt} + {answer} "
-                              f"exceeds the context length {limit} ({source}); lower them")
-
     @classmethod
     def context_budgets(cls, run_config: RunConfig, config: SEEDConfig) -> list[tuple[str, int]]:
         """Self-analysis: a whole episode's prompt plus the analysis (none for a library or without training)."""
