@@ -113,8 +113,6 @@ def bootstrap_ci(
     (unequal run counts allowed). ``statistic``: ``"mean"`` (mean of per-task means) or ``"iqm"``.
     Returns NaN bounds when every task has a single run (nothing to resample).
     """
-    from scipy.stats import bootstrap
-
     strata = _as_strata(scores)
     func = _STATISTICS[statistic]
     point = float(func(*strata, axis=-1))
@@ -123,18 +121,19 @@ def bootstrap_ci(
         return Interval(point, math.nan, math.nan, n)
     if all(np.ptp(s) == 0 for s in strata):  # degenerate: every resample gives the same value
         return Interval(point, point, point, n)
-    res = bootstrap(
-        tuple(strata),
-        func,
-        n_resamples=n_resamples,
-        vectorized=True,
-        paired=False,
-        axis=-1,
-        confidence_level=confidence,
-        method="percentile",
-        rng=np.random.default_rng(seed),
-    )
-    return Interval(point, float(res.confidence_interval.low), float(res.confidence_interval.high), n)
+    low, high = _percentile_bootstrap(tuple(strata), func, -1, confidence, n_resamples, seed)
+    return Interval(point, float(low), float(high), n)
+
+
+def _percentile_bootstrap(samples: tuple[np.ndarray, ...], statistic, axis: int, confidence: float,
+                          n_resamples: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """scipy's percentile bootstrap of a vectorized `statistic`, each sample resampled on its own (the
+    stratified, independent resampling of rliable), with the seeded generator every interval here uses."""
+    from scipy.stats import bootstrap
+
+    res = bootstrap(samples, statistic, n_resamples=n_resamples, vectorized=True, paired=False, axis=axis,
+                    confidence_level=confidence, method="percentile", rng=np.random.default_rng(seed))
+    return res.confidence_interval.low, res.confidence_interval.high
 
 
 def probability_of_improvement(scores_x, scores_y) -> float:
@@ -174,8 +173,6 @@ def probability_of_improvement_ci(
 ) -> Interval:
     """`probability_of_improvement` with a bootstrap interval resampling X and Y runs independently
     within each task (rliable's ``StratifiedIndependentBootstrap``)."""
-    from scipy.stats import bootstrap
-
     sx, sy = _as_strata(scores_x), _as_strata(scores_y)
     if len(sx) != len(sy):
         raise ValueError(f"X has {len(sx)} tasks, Y has {len(sy)}")
@@ -191,18 +188,8 @@ def probability_of_improvement_ci(
 
     if all(np.ptp(s) == 0 for s in sx + sy):
         return Interval(point, point, point, n)
-    res = bootstrap(
-        tuple(sx + sy),
-        stat,
-        n_resamples=n_resamples,
-        vectorized=True,
-        paired=False,
-        axis=-1,
-        confidence_level=confidence,
-        method="percentile",
-        rng=np.random.default_rng(seed),
-    )
-    return Interval(point, float(res.confidence_interval.low), float(res.confidence_interval.high), n)
+    low, high = _percentile_bootstrap(tuple(sx + sy), stat, -1, confidence, n_resamples, seed)
+    return Interval(point, float(low), float(high), n)
 
 
 # ----------------------------------------------------------------------------------------------------
@@ -265,8 +252,6 @@ def curve_band(
     With a single task (one env) the stratified bootstrap reduces to resampling runs; the band is NaN
     with fewer than two runs.
     """
-    from scipy.stats import bootstrap
-
     if grid is None:
         grid = common_grid([c[0] for c in curves], num=num)
     runs = np.stack([interpolate(x, y, grid) for x, y in curves])
@@ -279,18 +264,8 @@ def curve_band(
         varying = np.ptp(block, axis=0) > 0
         lo_c, hi_c = block.mean(axis=0), block.mean(axis=0)
         if varying.any():
-            res = bootstrap(
-                (block[:, varying],),
-                np.mean,
-                n_resamples=n_resamples,
-                vectorized=True,
-                axis=0,
-                confidence_level=confidence,
-                method="percentile",
-                rng=np.random.default_rng(seed),
-            )
-            lo_c[varying] = res.confidence_interval.low
-            hi_c[varying] = res.confidence_interval.high
+            lo_c[varying], hi_c[varying] = _percentile_bootstrap(
+                (block[:, varying],), np.mean, 0, confidence, n_resamples, seed)
         low[complete], high[complete] = lo_c, hi_c
     return CurveBand(grid=np.asarray(grid, dtype=float), mean=mean, low=low, high=high, runs=runs)
 
