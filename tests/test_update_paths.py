@@ -316,6 +316,38 @@ def test_old_logprobs_fall_back_to_the_scoring_pass(tmp_path, capsys):
     trainer.close()
 
 
+def test_engine_old_logprobs_are_chosen_and_dropped_by_every_rank_together(tmp_path, monkeypatch, capsys):
+    """Under DDP a rank that re-ran its first mini-batch alone would hang in the gradient all-reduce: the
+    engine strategy is taken, and dropped, only when every rank agrees. Another rank is simulated by adding
+    its vote to `sum_values` (the ranks' sum)."""
+    trainer = _trainer(tmp_path, "ranks")
+    prepared, trajectories = _rollout(trainer)
+    plain, grads, _ = _update(trainer, prepared, trajectories, old_logprobs="score")
+    real = trainer.dist.sum_values
+    votes = []
+
+    def other_rank(key):
+        def summed(values):
+            votes.append(sorted(values))
+            return {k: v + (1.0 if k == key else 0.0) for k, v in real(values).items()}
+        return summed
+
+    # another rank's check flags its engine log-probs: this rank's agree, yet it re-runs with a scoring pass too
+    monkeypatch.setattr(trainer.dist, "sum_values", other_rank("flagged"))
+    fallback, fallback_grads, passes = _update(trainer, prepared, trajectories, old_logprobs="engine")
+    assert ["flagged"] in votes and passes == 2 and fallback["train/old_logprobs_engine"] == 0.0
+    assert "another rank's check was flagged; optim.old_logprobs=engine falls back" in capsys.readouterr().out
+    assert _max_grad_diff(fallback_grads, grads) < TOL
+    # another rank has no engine log-probs for its samples: every rank scores from the start
+    votes.clear()
+    monkeypatch.setattr(trainer.dist, "sum_values", other_rank("unusable"))
+    scored, _, passes = _update(trainer, prepared, trajectories, old_logprobs="engine")
+    assert ["unusable"] in votes and ["flagged"] not in votes
+    assert passes == 2 and scored["train/old_logprobs_engine"] == 0.0
+    assert "falls back" not in capsys.readouterr().out
+    trainer.close()
+
+
 def test_scoring_passes_take_their_own_micro_batch_size(tmp_path, monkeypatch):
     """``optim.log_prob_micro_batch_size`` sizes the no-grad scoring passes (π_old, reference) and leaves the
     loss's micro-batches alone; grouped by prompt into prefix trees, the update equals the plain one."""

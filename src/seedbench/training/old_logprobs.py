@@ -81,9 +81,13 @@ class FromEngine(Scored):
         check = check_train_samples([batch.samples[i] for i in mini], [current[i] for i in mini], batch.trajectories,
                                     update.config.logprob_check_threshold)
         self.check_metrics = check.metrics()
-        if not check.flagged:
+        # Every rank decides together: a rank that re-ran its mini-batch alone would wait forever in the
+        # gradient all-reduce the others had already left.
+        flagged_ranks = update.parallel.sum_values({"flagged": float(check.flagged)})["flagged"]
+        if not flagged_ranks:
             return result
-        update.say(f"seedbench: WARNING iteration {batch.done + 1}: {check.message()}; "
+        why = check.message() if check.flagged else "another rank's check was flagged"
+        update.say(f"seedbench: WARNING iteration {batch.done + 1}: {why}; "
                    "optim.old_logprobs=engine falls back to a scoring pass")
         self.logp, self.from_engine = update.score_current(batch.prompts, batch.responses), False  # not stepped yet
         update.policy.model.train()
@@ -99,10 +103,14 @@ def choose_old_logprobs(update, batch, single_pass: bool) -> Scored:
     mode = update.config.optim.old_logprobs
     if mode == "first_forward" and single_pass and not dropout_active(update.policy.model):
         return FirstForward(update, batch)
-    if mode == "engine" and update.engine_comparable(batch):
-        table = sampled_logprobs_by_ids(batch.trajectories)
-        engine = [table.get(sample_key(s.prompt_ids, s.response_ids)) for s in batch.samples]
-        if all(e is not None and len(e) == len(s.response_ids) for e, s in zip(engine, batch.samples)):
+    if mode == "engine":
+        engine, usable = None, False
+        if update.engine_comparable(batch):
+            table = sampled_logprobs_by_ids(batch.trajectories)
+            engine = [table.get(sample_key(s.prompt_ids, s.response_ids)) for s in batch.samples]
+            usable = all(e is not None and len(e) == len(s.response_ids) for e, s in zip(engine, batch.samples))
+        # Every rank takes the same strategy: FromEngine's check is a collective.
+        if not update.parallel.sum_values({"unusable": float(not usable)})["unusable"]:
             return FromEngine(update, batch, engine)
     return Scored(update, batch)
 
