@@ -531,6 +531,43 @@ def test_archive_receives_each_run_as_it_finishes_and_the_report_reads_it(tmp_pa
     assert len(read_runs(tmp_path / "kept")) == 4
 
 
+def _git(cwd, *args):
+    import subprocess
+    return subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True, text=True).stdout
+
+
+def test_archive_commit_commits_each_run_as_it_is_archived_and_nothing_else(tmp_path):
+    """``archive_commit: true``: one commit per finished run, holding only the archive folder; a file the
+    user had staged stays staged and out of those commits. Outside a git work tree it is one warning line."""
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    _git(repo, "init", "-q")
+    _git(repo, "config", "user.email", "t@example.com")
+    _git(repo, "config", "user.name", "t")
+    (repo / "mine.txt").write_text("work in progress\n")
+    _git(repo, "add", "mine.txt")
+    spec = spec_for(tmp_path / "e", seeds=[0], archive=str(repo / "kept"), archive_commit=True)
+    messages: list[str] = []
+    outcomes = ex.run_experiment(spec, command_prefix=FAKE, echo=messages.append)
+    assert [o.status for o in outcomes] == ["completed"] * 2
+    log = _git(repo, "log", "--format=%s").splitlines()
+    assert log == ["t: archive choice__seed__tiny__s0", "t: archive choice__grpo__tiny__s0"]
+    committed = set(_git(repo, "log", "--name-only", "--format=").split())
+    assert committed and all(path.startswith("kept/") for path in committed)
+    assert any(path.startswith("kept/choice__seed__tiny__s0/") and path.endswith("summary.json") for path in committed)
+    assert _git(repo, "diff", "--cached", "--name-only").split() == ["mine.txt"]
+    assert sum(m.startswith("archive: committed choice__") for m in messages) == 2
+
+    outside = spec_for(tmp_path / "f", seeds=[0], agents=["grpo"], archive=str(tmp_path / "plain"), archive_commit=True)
+    messages.clear()
+    assert [o.status for o in ex.run_experiment(outside, command_prefix=FAKE, echo=messages.append)] == ["completed"]
+    warning = [m for m in messages if m.startswith("archive: WARNING could not commit")]
+    assert len(warning) == 1 and "commit them by hand" in warning[0]
+    assert (tmp_path / "plain" / "choice__grpo__tiny__s0" / "summary.json").is_file()
+    with pytest.raises(ex.ExperimentError, match="archive_commit: expected true or false, with an archive folder"):
+        spec_for(tmp_path, archive_commit=True)
+
+
 def test_runs_kept_in_the_archive_are_skipped_on_a_fresh_machine(tmp_path):
     """A study moved to a machine without its run directories skips every run its archive holds complete,
     says how many, and lists what remains seed by seed; the rest run as usual and are archived."""

@@ -11,6 +11,7 @@ from typing import Any, Callable, Sequence
 
 from seedbench.jsonio import write_json_atomic
 from seedbench.report.archive import archive_run_logs
+from seedbench.training.experiments.archive_commit import commit_archive
 from seedbench.training.experiments.arm import write_arm
 from seedbench.training.experiments.local import LocalExecutor, auto_workers, visible_gpus
 from seedbench.training.experiments.ray_executor import RayExecutor
@@ -80,7 +81,7 @@ def run_experiment(
         for run, status in plan:
             echo(f"  {status:<8} {run.name}")
         return [outcomes.get(r.name, Outcome(r.name, "pending", "resume" if s == "partial" else "fresh")) for r, s in plan]
-    _archive(spec, [run for run, status in plan if status == "complete"])
+    _archive(spec, [run for run, status in plan if status == "complete"], echo)
     if not todo:
         return [outcomes[r.name] for r in runs]
 
@@ -99,7 +100,7 @@ def run_experiment(
         status = "completed" if ok else ("interrupted" if returncode < 0 or executor_stopped() else "failed")
         outcomes[run.name] = Outcome(run.name, status, "resume" if resume else "fresh", returncode, round(seconds, 1))
         if ok:
-            _archive(spec, [run])
+            _archive(spec, [run], echo)
         echo(f"[{counter['n']}/{len(todo)}] {run.name}: {status} ({'resumed' if resume else 'fresh'}, {seconds:.0f}s)"
              + ("" if ok else f"; log: {run.log}"))
         if not ok and returncode >= 0:
@@ -152,12 +153,15 @@ def _remaining_by_seed(runs: list[RunSpec]) -> str:
     return "; ".join(f"seed {seed}: {', '.join(arms)}" for seed, arms in by_seed.items())
 
 
-def _archive(spec: ExperimentSpec, finished: list[RunSpec]) -> None:
+def _archive(spec: ExperimentSpec, finished: list[RunSpec], echo: Callable[[str], None]) -> None:
     """Copy the report files of `finished` runs into the spec's ``archive`` folder, when it names one: what
-    the report needs survives the run directories (`seedbench.report.archive`)."""
+    the report needs survives the run directories (`seedbench.report.archive`); with ``archive_commit``
+    they are committed to git at once (`seedbench.training.experiments.archive_commit`)."""
     if spec.archive is None or not finished:
         return
     archive_run_logs([run.run_dir for run in finished], spec.archive)
+    if spec.archive_commit:
+        echo(commit_archive(spec.archive, [run.name for run in finished], spec.name))
 
 
 def _tail(path: Path, n: int) -> list[str]:

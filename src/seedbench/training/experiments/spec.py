@@ -19,7 +19,7 @@ from seedbench.yamlio import YAMLFileError, read_yaml
 
 AGENT_KEYS = {"name", "label", "config", "set"}
 SPEC_KEYS = {"name", "output", "envs", "env", "agents", "seeds", "model", "models", "budget", "config", "set",
-             "args", "resources", "executor", "order", "archive"}
+             "args", "resources", "executor", "order", "archive", "archive_commit"}
 ORDERS = ("arms", "seeds")
 """``order: arms`` (default): every seed of an arm before the next arm; ``order: seeds``: every arm of a seed
 before the next seed, so a study stopped part-way holds whole seeds, each arm's runs beside the others'."""
@@ -58,6 +58,7 @@ class ExperimentSpec:
     cpus_per_run: int = 1
     order: str = "arms"  # ORDERS
     archive: Path | None = None  # where each finished run's report files are copied (`seedbench.report.archive`)
+    archive_commit: bool = False  # commit each run to git as it is archived (`experiments.archive_commit`)
 
 
 @dataclass
@@ -189,6 +190,10 @@ def parse_spec(data: dict[str, Any], base_dir: Path = Path("."), output: str | P
     archive = data.get("archive")
     if archive is not None and (not isinstance(archive, str) or not archive.strip()):
         raise ExperimentError(f"archive: expected a folder path, got {archive!r}")
+    archive_commit = data.get("archive_commit", False)
+    if not isinstance(archive_commit, bool) or (archive_commit and archive is None):
+        raise ExperimentError(f"archive_commit: expected true or false, with an archive folder; got {archive_commit!r}"
+                              + ("" if archive else " and no archive"))
     return ExperimentSpec(
         name=str(data.get("name") or Path(out).name),
         output=Path(out).resolve(),
@@ -199,7 +204,7 @@ def parse_spec(data: dict[str, Any], base_dir: Path = Path("."), output: str | P
         args=[str(a) for a in args],
         gpus_per_run=float(resources.get("gpus_per_run", 0) or 0),
         cpus_per_run=int(resources.get("cpus_per_run", 1) or 1),
-        order=str(order), archive=Path(archive).resolve() if archive else None,
+        order=str(order), archive=Path(archive).resolve() if archive else None, archive_commit=archive_commit,
     )
 
 
