@@ -2,8 +2,8 @@
 
 ``python tests/distributed_update.py OUT`` updates on all samples; under ``torchrun --nproc-per-node 2``
 each rank updates on its contiguous share (rank 0 the first four of seven samples, rank 1 the rest). One
-launch does it for both strategies (``ddp``, then ``fsdp``; in one process the strategy changes nothing, so
-the one-process run does it once) and writes ``OUT/<strategy>.pt`` (rank 0) for `tests/test_distributed.py`:
+launch does it for each strategy (``ddp``, ``fsdp``, then ``ddp_gc``: ddp with gradient checkpointing; in
+one process the strategy changes nothing, so the one-process run does it once) and writes ``OUT/<strategy>.pt`` (rank 0) for `tests/test_distributed.py`:
 
 - ``initial``, ``params``, ``metrics``: the weights before and after update A on batch 1, and its metrics;
 - a checkpoint saved after update A (``run/checkpoints``), then ``resumed``: the weights after update C on
@@ -58,18 +58,21 @@ def updates(trainer: Trainer, out: Path, strategy: str) -> None:
     trainer.dist.save_final_model(trainer.policy, out / f"{strategy}_final_model")
     if trainer.dist.is_main:
         torch.save({"initial": initial, "params": after_a, "metrics": metrics, "resumed": resumed, "world": world,
-                    "strategy": type(trainer.dist).__name__}, out / f"{strategy}.pt")
+                    "strategy": type(trainer.dist).__name__,
+                    "checkpointing": bool(getattr(trainer.policy.model, "is_gradient_checkpointing", False))},
+                   out / f"{strategy}.pt")
 
 
 def main(out: Path) -> None:
     import os
 
-    strategies = ["ddp", "fsdp"] if int(os.environ.get("WORLD_SIZE", "1")) > 1 else ["one"]
+    strategies = ["ddp", "fsdp", "ddp_gc"] if int(os.environ.get("WORLD_SIZE", "1")) > 1 else ["one"]
     trainers = []
     try:
         for strategy in strategies:
             config = build_config(overrides={
-                "env": "choice", "agent": "grpo", "model": {"name": "tiny"}, "iterations": 1,
+                "env": "choice", "agent": "grpo", "iterations": 1,
+                "model": {"name": "tiny", "gradient_checkpointing": strategy == "ddp_gc"},
                 "output": str(out / f"run_{strategy}"), "distributed": {"strategy": "fsdp" if strategy == "fsdp" else "ddp"},
                 "optim": {"lr": 0.01, "mini_batch_size": 4, "micro_batch_size": 2, "ppo_epochs": 2,
                           # the one aggregation independent of how ranks cut their micro-batches

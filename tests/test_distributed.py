@@ -217,7 +217,8 @@ def _max_diff(a: dict, b: dict) -> float:
     return max((a[k] - b[k]).abs().max().item() for k in a)
 
 
-@pytest.mark.parametrize("strategy,group", [("ddp", "DataParallel"), ("fsdp", "ShardedDataParallel")])
+@pytest.mark.parametrize("strategy,group", [("ddp", "DataParallel"), ("fsdp", "ShardedDataParallel"),
+                                            ("ddp_gc", "DataParallel")])
 def test_one_update_on_two_ranks_matches_one_process(updates, strategy, group):
     """Seven samples (rank 0: four, rank 1: three), mini-batches of four, micro-batches of two, two PPO
     epochs: four optimizer steps, two of them with members on both ranks and uneven micro-batch counts
@@ -225,6 +226,7 @@ def test_one_update_on_two_ranks_matches_one_process(updates, strategy, group):
     out, one = updates
     two = torch.load(out / f"{strategy}.pt")
     assert (one["world"], two["world"], two["strategy"]) == (1, 2, group)
+    assert (one["checkpointing"], two["checkpointing"]) == (False, strategy == "ddp_gc")
     moved = _max_diff(one["params"], one["initial"])
     diff = _max_diff(one["params"], two["params"])
     print(f"{strategy}: max |θ_1proc − θ_2ranks| = {diff:.3g} after an update that moved θ by up to {moved:.3g}")
@@ -239,7 +241,7 @@ def test_one_update_on_two_ranks_matches_one_process(updates, strategy, group):
         assert m2[key] == pytest.approx(m1[key], rel=1e-4, abs=1e-6), key
 
 
-@pytest.mark.parametrize("strategy", ["ddp", "fsdp"])
+@pytest.mark.parametrize("strategy", ["ddp", "fsdp", "ddp_gc"])
 def test_checkpoint_of_two_ranks_resumes_and_is_the_one_process_checkpoint(updates, strategy):
     """After update A a checkpoint is saved; update C moves weights and AdamW moments away; loading the
     checkpoint and updating on batch B must give the one-process A-then-B weights (AdamW's moments matter
