@@ -315,9 +315,8 @@ class SEEDAgent(GRPOAgent):
             params = SamplingParams(max_new_tokens=cfg.analysis_max_new_tokens, greedy=True, stop=[])
             generations = []
             if prompts:
-                # the most tokens the analyses can take; the engine sets the count it reports (HF: decode steps)
-                with progress_bar(total=len(prompts) * cfg.analysis_max_new_tokens, desc=f"iter {iteration} self-analysis",
-                                  unit="token") as bar:
+                # no total here: the engine sets the count it reports (HF: decode steps) as it starts
+                with progress_bar(desc=f"iter {iteration} self-analysis", unit="token") as bar:
                     generations = generate_with_progress(engine, prompts, params, bar)
             for t, generation in zip(todo, generations):
                 raw[t] = generation.text
