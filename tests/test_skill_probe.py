@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
 import pytest
 import torch
 
@@ -81,6 +82,15 @@ def test_oracle_skill_moves_the_decisive_action_and_a_shuffled_one_does_not(skil
     assert own["gap_per_token"]["mean"] > shuffled["gap_per_token"]["mean"]
     assert own["gate_open_share"]["mean"] > 0  # the teacher is surer of the oracle's action tokens
     assert result.decisive_episodes == result.episodes == 24
+    # each episode's own values, for a breakdown by task: their means are the table's
+    rows = result.per_episode
+    assert [r["episode_id"] for r in rows] == [e.episode_id for e in _episodes()]
+    for condition in ("own", "shuffled"):
+        shifts = [r[f"decisive_prob_shift_{condition}"] for r in rows]
+        assert np.mean(shifts) == pytest.approx(result.conditions[condition]["decisive_prob_shift"]["mean"])
+        assert np.mean([r[f"gap_{condition}"] for r in rows]) == pytest.approx(
+            result.conditions[condition]["gap_per_token"]["mean"])
+    assert np.mean([r["decisive_prob"] for r in rows]) == pytest.approx(base["mean"])
 
 
 def test_decisive_span_is_the_action_payload():

@@ -45,6 +45,7 @@ from seedbench.config.schema import ModelConfig
 from seedbench.jsonio import read_jsonl
 from seedbench.models.policy import load_policy
 from seedbench.models.scoring import score_responses
+from seedbench.progress import progress_bar
 from seedbench.stats import bootstrap_ci
 from seedbench.rollout.prompting import insert_skill, render_prompt
 
@@ -77,6 +78,7 @@ class ProbeResult:
     conditions: dict[str, dict[str, Any]] = field(default_factory=dict)
     no_skill: dict[str, Any] = field(default_factory=dict)
     own_minus_shuffled: dict[str, Any] = field(default_factory=dict)
+    per_episode: list[dict[str, Any]] = field(default_factory=list)  # each episode's values, for breakdowns by task
 
 
 def load_episodes(run_dir: str | Path, iterations: Sequence[int] | None = None,
@@ -172,10 +174,17 @@ def probe(model, tokenizer, episodes: Sequence[ProbeEpisode], *, device="cpu", t
     responses = [[tokenizer(o, add_special_tokens=False)["input_ids"] for o in e.outputs] for e in episodes]
     flat_responses = [r for rs in responses for r in rs]
 
+    bar = progress_bar(total=(1 + len(CONDITIONS)) * len(flat_responses), desc="probe: scoring", unit="step")
+
     def score(contents: list[str]) -> list[list[float]]:
         prompts = [render_prompt(tokenizer, c) for c in contents]
-        return score_responses(model, prompts, flat_responses, tokenizer.pad_token_id, device,
-                               micro_batch_size=micro_batch_size, temperature=temperature)
+        out: list[list[float]] = []
+        for start in range(0, len(prompts), 4 * micro_batch_size):  # chunks, so the bar moves
+            end = start + 4 * micro_batch_size
+            out += score_responses(model, prompts[start:end], flat_responses[start:end], tokenizer.pad_token_id,
+                                   device, micro_batch_size=micro_batch_size, temperature=temperature)
+            bar.update(len(prompts[start:end]))
+        return out
 
     def per_episode(flat: list[list[float]]) -> list[list[list[float]]]:
         out, k = [], 0
@@ -196,17 +205,20 @@ def probe(model, tokenizer, episodes: Sequence[ProbeEpisode], *, device="cpu", t
     result = ProbeResult(episodes=len(episodes), decisive_episodes=sum(lp is not None for lp in base_lp))
     result.no_skill = {"decisive_prob": _interval([math.exp(lp) for lp in base_lp if lp is not None], resamples, seed)}
     shifts: dict[str, list[float | None]] = {}
+    episode_gaps: dict[str, list[float | None]] = {}
     for condition in CONDITIONS:
         teacher = per_episode(score([insert_skill(p, skills[condition][i], skill_block)
                                      for i, e in enumerate(episodes) for p in e.prompts]))
         gaps, opens, gate_means, tokens, open_tokens, gap_sum = [], [], [], 0, 0.0, 0.0
         dprob, dlogp = [], []
+        episode_gaps[condition] = [None] * len(episodes)
         for i in range(len(episodes)):
             s = torch.tensor([x for step in student[i] for x in step], dtype=torch.float64)
             t = torch.tensor([x for step in teacher[i] for x in step], dtype=torch.float64)
             if s.numel():
                 _, gate, gap = gated_opd_loss(s, t, torch.ones_like(s), gate_beta)
                 gaps.append(float(gap.mean()))
+                episode_gaps[condition][i] = gaps[-1]
                 opens.append(float((gate > 0.5).double().mean()))
                 gate_means.append(float(gate.mean()))
                 tokens += s.numel()
@@ -228,8 +240,15 @@ def probe(model, tokenizer, episodes: Sequence[ProbeEpisode], *, device="cpu", t
             "pooled": {"tokens": tokens, "gap_per_token": gap_sum / tokens if tokens else None,
                        "gate_open_share": open_tokens / tokens if tokens else None},
         }
+    bar.close()
     paired = [a - b for a, b in zip(shifts["own"], shifts["shuffled"]) if a is not None and b is not None]
     result.own_minus_shuffled = {"decisive_prob_shift": _interval(paired, resamples, seed)}
+    result.per_episode = [
+        {"episode_id": e.episode_id, "iteration": e.iteration, "task": e.task, "won": e.won, "truncated": e.truncated,
+         "decisive_prob": None if base_lp[i] is None else math.exp(base_lp[i]),
+         **{f"gap_{c}": episode_gaps[c][i] for c in CONDITIONS},
+         **{f"decisive_prob_shift_{c}": shifts[c][i] for c in CONDITIONS}}
+        for i, e in enumerate(episodes)]
     return result
 
 
