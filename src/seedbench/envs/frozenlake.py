@@ -249,13 +249,11 @@ class FrozenLakeEnv(TextEnv):
         self._check_split(split)
         size = self.large_size if split == "test_large" else self.size
         rng = np.random.default_rng([int(seed), zlib.crc32(split.encode())])
-        side = "train" if split == "train" else "test"
+        side = ("train", "test").index("train" if split == "train" else "test")
+        hard = self._forced_hard(split, seed)
         for _ in range(10_000):
             desc = self._generate_map(size=size, p=self.p, seed=int(rng.integers(2**31)))
-            if split == "test_large":
-                return desc
-            if _map_split(desc, 2) == ("train", "test").index(side) and (
-                    not self._forced_hard(split, seed) or hole_left_of_goal(desc)):
+            if split == "test_large" or (_map_split(desc, 2) == side and (not hard or hole_left_of_goal(desc))):
                 return desc
         raise RuntimeError(f"could not draw a {size}x{size} FrozenLake map for split {split!r}")
 
