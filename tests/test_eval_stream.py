@@ -13,10 +13,10 @@ from seedbench.training.rundir import read_jsonl
 COUNTERS = ("iteration", "trajectories", "env_steps", "generated_tokens")
 
 
-def _frozen_run(root, same_stream: bool):
+def _frozen_run(root, same_stream: bool, iterations: int = 2):
     """A control: two updates at lr 0 with an evaluation before, between and after them, at T 1.0."""
-    out = root / f"same_stream_{same_stream}"
-    assert main(["run", "--env", "choice", "--agent", "grpo", "--model", "tiny", "--iterations", "2",
+    out = root / f"same_stream_{same_stream}" if iterations else root.parent / f"no_updates_{same_stream}"
+    assert main(["run", "--env", "choice", "--agent", "grpo", "--model", "tiny", "--iterations", str(iterations),
                  "--output", str(out), "--set", "rollout.max_new_tokens=3", "rollout.tasks_per_batch=2",
                  "rollout.group_size=2", "eval.num_tasks=6", "eval.temperature=1.0", "eval.every=1",
                  "optim.lr=0", "save_final_model=false", f"eval.same_stream={str(same_stream).lower()}"]) == 0
@@ -56,3 +56,12 @@ def test_the_protocol_card_says_which_sampling_the_evaluations_used(frozen_runs,
     card = (tmp_path / "report" / "report.md").read_text().split("## Protocol cards")[1]
     (line,) = [row for row in card.splitlines() if row.startswith("| eval sampling |")]
     assert "one stream for every evaluation" in line and "a fresh stream each evaluation" in line
+
+
+def test_a_run_of_no_updates_scores_what_the_lr_0_loop_ends_with_on_one_stream(frozen_runs):
+    """The cheap control of an experiment (an arm with ``iterations: 0``): its one evaluation is, episode for
+    episode, the lr-0 loop's last one, because both sample the same stream from the same weights."""
+    outputs, records = frozen_runs[1][True]
+    start_only_outputs, start_only_records = _frozen_run(frozen_runs[0], True, iterations=0)
+    assert sorted(start_only_outputs) == [0]
+    assert start_only_outputs[0] == outputs[2] and start_only_records[0] == records[2]

@@ -96,6 +96,8 @@ def test_every_shipped_spec_expands_into_valid_run_configs(path):
     ({"agents": [{"name": "grpo", "label": "../evil"}]}, "agents[0]: label '../evil' must be 1-64 letters"),
     ({"agents": [{"name": "grpo", "label": "no_under__scores"}]}, "label 'no_under__scores' must be"),
     ({"agents": [{"name": "grpo", "label": 7}]}, "label 7 must be"),
+    ({"agents": [{"name": "grpo", "iterations": -1}]}, "agents[0].iterations: expected a whole number of updates"),
+    ({"agents": [{"name": "grpo", "iterations": "4"}]}, "agents[0].iterations: expected a whole number"),
 ])
 def test_bad_specs_are_one_line_errors(tmp_path, change, message):
     with pytest.raises(ex.ExperimentError) as err:
@@ -115,6 +117,14 @@ def test_labelled_arms_get_their_own_run_directories_and_overrides(tmp_path):
     assert control[control.index("--agent") + 1] == "grpo"  # the label never reaches `seedbench run`
     assert control[control.index("--set") + 1:] == ["eval.every=2", "optim.lr=0"]
     assert "optim.lr=0" not in runs[0].cli_args(resume=False)
+
+
+def test_an_arm_may_set_its_own_number_of_updates_zero_included(tmp_path):
+    spec = spec_for(tmp_path, agents=["grpo", {"name": "grpo", "label": "control", "iterations": 0}], seeds=[0])
+    runs = ex.expand(spec)
+    assert [(r.arm, r.iterations) for r in runs] == [("grpo", spec.iterations), ("control", 0)]
+    argv = runs[1].cli_args(resume=False)
+    assert argv[argv.index("--iterations") + 1] == "0"
 
 
 def test_arms_are_recorded_in_the_run_and_read_back_by_reports(tmp_path):

@@ -8,6 +8,7 @@ A spec is YAML (see ``configs/experiments/tiny_choice.yaml``)::
     envs: [choice]
     agents: [grpo, seed]              # or {name: seed, config: my_seed.yaml, set: {algo.opd_coef: 0.02}}
                                       # or {name: grpo, label: control, set: {optim.lr: 0}}: an arm
+                                      # or {name: grpo, label: start, iterations: 0}: evaluate the start only
     seeds: [0, 1, 2]
     model: tiny                       # or models: [tiny, smollm2-135m]
     budget: {iterations: 4}           # or {trajectories: 64}: iterations = ceil(64 / (tasks_per_batch × group_size))

@@ -17,7 +17,7 @@ from seedbench.training.experiments.arm import label_problem
 from seedbench.yamlio import YAMLFileError, read_yaml
 
 
-AGENT_KEYS = {"name", "label", "config", "set"}
+AGENT_KEYS = {"name", "label", "config", "set", "iterations"}
 SPEC_KEYS = {"name", "output", "envs", "env", "agents", "seeds", "model", "models", "budget", "config", "set",
              "args", "resources", "executor", "order", "archive", "archive_commit"}
 ORDERS = ("arms", "seeds")
@@ -35,6 +35,7 @@ class AgentSpec:
     config: str | None = None  # replaces the spec-level config for this agent
     set: dict[str, Any] = field(default_factory=dict)
     label: str | None = None  # the arm's name in run directories, reports and boards (default: `name`)
+    iterations: int | None = None  # this arm's updates, replacing the budget; 0 = evaluate the start only
 
     @property
     def arm(self) -> str:
@@ -152,7 +153,7 @@ def parse_spec(data: dict[str, Any], base_dir: Path = Path("."), output: str | P
                 raise ExperimentError(f"agents[{i}]: {label_problem(label)}")
             config = _resolve(item.get("config"), base_dir)
             agents.append(AgentSpec(item["name"], config, _flatten_set(item.get("set"), f"agents[{i}].set"),
-                                    label=label))
+                                    label=label, iterations=_arm_iterations(item.get("iterations"), i)))
         else:
             raise ExperimentError(f"agents[{i}]: expected a name or a mapping with `name`")
     if not agents:
@@ -208,6 +209,17 @@ def parse_spec(data: dict[str, Any], base_dir: Path = Path("."), output: str | P
     )
 
 
+def _arm_iterations(value: Any, index: int) -> int | None:
+    """An entry's own number of updates. 0 makes an arm that only evaluates its starting checkpoint: under
+    ``eval.same_stream`` that evaluation is, bit for bit, what an lr-0 control ends with (tests/test_eval_stream.py),
+    at the cost of one evaluation instead of a whole training loop."""
+    if value is None:
+        return None
+    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+        raise ExperimentError(f"agents[{index}].iterations: expected a whole number of updates (0 or more), got {value!r}")
+    return value
+
+
 def _resolve(path: Any, base_dir: Path) -> str | None:
     if path is None:
         return None
@@ -253,7 +265,7 @@ def expand(spec: ExperimentSpec) -> list[RunSpec]:
         for agent in spec.agents:
             config = agent.config or spec.config
             overrides = {**spec.set, **agent.set}
-            iterations = spec.iterations
+            iterations = agent.iterations if agent.iterations is not None else spec.iterations
             if iterations is None:
                 per_iteration = trajectories_per_iteration(config, overrides)
                 iterations = max(1, math.ceil(spec.trajectories / per_iteration))
