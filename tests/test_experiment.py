@@ -595,3 +595,24 @@ def test_runs_kept_in_the_archive_are_skipped_on_a_fresh_machine(tmp_path):
     assert messages[1] == "  remaining: seed 1: control"
     assert (tmp_path / "kept" / "choice__control__tiny__s1" / "summary.json").is_file()
     assert not (tmp_path / "machine-b" / "choice__grpo__tiny__s0").exists()
+
+
+def test_a_start_only_control_is_the_baseline_of_the_report_without_a_protocol_warning(tmp_path):
+    """An arm of no updates (``iterations: 0``) beside a trained arm, with the real trainer: under one evaluation
+    stream its only evaluation is the trained arm's first one, and the report pairs the two arms against it
+    without flagging the differing number of updates."""
+    from seedbench.cli import main
+    from seedbench.training.rundir import read_jsonl
+
+    spec = spec_for(tmp_path / "e", agents=[{"name": "grpo", "label": "control", "iterations": 0}, "grpo"],
+                    seeds=[0], budget={"iterations": 1},
+                    set={"eval.num_tasks": 6, "eval.same_stream": True, "eval.temperature": 1.0,
+                         "rollout.max_new_tokens": 3, "save_final_model": False})
+    assert [o.status for o in ex.run_experiment(spec, echo=lambda _: None)] == ["completed"] * 2
+    evals = {arm: list(read_jsonl(spec.output / f"choice__{arm}__tiny__s0" / "eval.jsonl")) for arm in ("control", "grpo")}
+    assert [e["iteration"] for e in evals["control"]] == [0] and [e["iteration"] for e in evals["grpo"]] == [0, 1]
+    assert evals["control"][0]["won"] == evals["grpo"][0]["won"] and evals["control"][0]["task_ids"] == evals["grpo"][0]["task_ids"]
+    assert main(["report", str(spec.output), "--out", str(tmp_path / "r"), "--no-plots", "--baseline", "control"]) == 0
+    text = (tmp_path / "r" / "report.md").read_text()
+    assert "## Against control, seed by seed" in text and "| grpo | `test` | 1 |" in text
+    assert "disagree on iterations" not in text
