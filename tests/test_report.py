@@ -466,3 +466,21 @@ def test_report_cli_archive_flag(study_dir, tmp_path, capsys):
     assert "archived 16 complete run(s)" in capsys.readouterr().out
     assert seedbench.report.main([str(tmp_path / "a"), "--out", str(tmp_path / "r2"), "--no-plots"]) == 0
     assert (tmp_path / "r" / "report.md").read_text() == (tmp_path / "r2" / "report.md").read_text()
+
+
+def _protocol_run(arm: str, seed: int, iterations: int, lr: float):
+    from seedbench.report.data import Run
+    return Run(run=f"{arm}{seed}", path=Path(f"{arm}{seed}"), env="e", agent="seed", model="m", seed=seed,
+               complete=True, iterations_done=iterations, arm=arm,
+               config={"iterations": iterations, "optim": {"lr": lr}})
+
+
+def test_frozen_weight_controls_keep_their_number_of_updates_apart_from_the_trained_runs():
+    """A control whose weights cannot move (lr 0, or no updates) may run fewer updates than the trained arms
+    without the card reporting a disagreement; two trained runs that differ still show both counts."""
+    runs = [_protocol_run("seed", 0, 16, 2.5e-6), _protocol_run("seed", 1, 16, 2.5e-6),
+            _protocol_run("control", 0, 1, 0.0), _protocol_run("control", 1, 0, 2.5e-6)]
+    fields = tables.protocol_cards(runs)[0]["fields"]
+    assert fields["iterations"] == ["16"]
+    assert fields[tables.FROZEN_ITERATIONS] == ["1", "0"]
+    assert tables.protocol_cards(runs + [_protocol_run("seed", 2, 8, 2.5e-6)])[0]["fields"]["iterations"] == ["16", "8"]

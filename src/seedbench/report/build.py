@@ -345,12 +345,6 @@ def _seed_section(runs: list[Run], opts: ReportOptions, warnings: list[str]) -> 
     return section
 
 
-def _only_start_only_arms_differ(name: str, values) -> bool:
-    """Whether runs differ in their number of updates only by some having none: an arm that evaluates its
-    starting checkpoint (an experiment entry with ``iterations: 0``, a control by design), not a mismatch."""
-    return name == "iterations" and len({str(v) for v in values} - {"0"}) == 1
-
-
 def _protocol_section(runs: list[Run], warnings: list[str]) -> Section:
     section = Section("Protocol cards")
     section.add(Text("What every number above was measured on. A field with two values means the runs "
@@ -364,7 +358,7 @@ def _protocol_section(runs: list[Run], warnings: list[str]) -> Section:
             rows.append([E(name), shown])
             # task lists are checked per comparison above; model checksums per seed below
             if len(values) > 1 and not name.startswith("task list hash") and name != "model checksum" \
-                    and not _only_start_only_arms_differ(name, values):
+                    and name != T.FROZEN_ITERATIONS:
                 warnings.append(f"{title}: runs disagree on {E(name)} ({shown})")
         group = [r for r in runs if (r.env, r.model) == (card["env"], card["model"])]
         warnings.extend(f"{title}: {E(m)}" for m in T.model_checksum_problems(group))

@@ -460,6 +460,16 @@ def example_skills(runs: Sequence[Run], per_outcome: int = 2) -> list[dict[str, 
     return examples
 
 
+FROZEN_ITERATIONS = "iterations (frozen-weight controls)"
+
+
+def weights_frozen(run: Run) -> bool:
+    """Whether a run's weights cannot move (no updates, or a learning rate of 0): a control by design, whose
+    number of updates changes nothing it measures, so it is kept apart from the trained runs' count."""
+    optim = run.config.get("optim") if isinstance(run.config.get("optim"), dict) else {}
+    return run.config.get("iterations", run.iterations_done) == 0 or optim.get("lr") == 0
+
+
 def protocol_cards(runs: Sequence[Run]) -> list[dict[str, Any]]:
     """One card per (env, model): every protocol field with all distinct values seen across runs, so a
     disagreement shows up as two values instead of being hidden by picking one."""
@@ -488,7 +498,8 @@ def protocol_cards(runs: Sequence[Run]) -> list[dict[str, Any]]:
             note("model checksum", model_info.get("checksum"))
             for split in all_splits(group):
                 note(f"task list hash ({split})", run.eval_task_hash.get(split))
-            note("iterations", run.config.get("iterations", run.iterations_done))
+            iterations = run.config.get("iterations", run.iterations_done)
+            note(FROZEN_ITERATIONS if weights_frozen(run) else "iterations", iterations)
             privileged = run.summary.get("privileged") if isinstance(run.summary.get("privileged"), dict) else {}
             note(f"privileged context ({run.arm})", privileged.get("context", "none"))
             note(f"teacher ({run.arm})", privileged.get("teacher", "none"))
