@@ -13,13 +13,14 @@ from seedbench.training.rundir import read_jsonl
 COUNTERS = ("iteration", "trajectories", "env_steps", "generated_tokens")
 
 
-def _frozen_run(root, same_stream: bool, iterations: int = 2):
+def _frozen_run(root, same_stream: bool, iterations: int = 2, extra: tuple[str, ...] = (), name: str = ""):
     """A control: two updates at lr 0 with an evaluation before, between and after them, at T 1.0."""
     out = root / f"same_stream_{same_stream}" if iterations else root.parent / f"no_updates_{same_stream}"
+    out = root.parent / name if name else out
     assert main(["run", "--env", "choice", "--agent", "grpo", "--model", "tiny", "--iterations", str(iterations),
                  "--output", str(out), "--set", "rollout.max_new_tokens=3", "rollout.tasks_per_batch=2",
                  "rollout.group_size=2", "eval.num_tasks=6", "eval.temperature=1.0", "eval.every=1",
-                 "optim.lr=0", "save_final_model=false", f"eval.same_stream={str(same_stream).lower()}"]) == 0
+                 "optim.lr=0", "save_final_model=false", f"eval.same_stream={str(same_stream).lower()}", *extra]) == 0
     outputs: dict[int, list[str]] = {}
     for episode in read_jsonl(out / "episodes.jsonl"):
         if episode["phase"] == "eval/test":
@@ -65,3 +66,17 @@ def test_a_run_of_no_updates_scores_what_the_lr_0_loop_ends_with_on_one_stream(f
     start_only_outputs, start_only_records = _frozen_run(frozen_runs[0], True, iterations=0)
     assert sorted(start_only_outputs) == [0]
     assert start_only_outputs[0] == outputs[2] and start_only_records[0] == records[2]
+
+
+def test_without_the_evaluation_at_the_start_a_run_evaluates_only_after_updates(frozen_runs):
+    """``eval.at_start: false``: the trained arms of an experiment seed skip the evaluation their start-only
+    control makes for all of them. Later evaluations sample the stream they would have sampled anyway, and
+    summary.json has no before → after (there is no before); a run of no updates still evaluates its start."""
+    outputs, records = frozen_runs[1][True]
+    late_outputs, late_records = _frozen_run(frozen_runs[0], True, extra=("eval.at_start=false",), name="late")
+    assert sorted(late_outputs) == [1, 2]
+    assert late_outputs[2] == outputs[2] and late_records == records[1:]
+    summary = json.loads((frozen_runs[0].parent / "late" / "summary.json").read_text())
+    assert summary["before_after"] == [] and summary["iterations_done"] == 2
+    start_outputs, _ = _frozen_run(frozen_runs[0], True, iterations=0, extra=("eval.at_start=false",), name="start")
+    assert sorted(start_outputs) == [0] and start_outputs[0] == outputs[0]

@@ -279,6 +279,11 @@ class EvalConfig:
     """Sample every evaluation of a split from one RNG stream (common random numbers across iterations):
     weights that did not change score the same each time, so a learning curve and a before/after
     difference measure the training, not the sampling. False = a fresh stream per evaluation."""
+    at_start: bool = True
+    """Evaluate the starting weights before the first update (the "before" of summary.json's before → after).
+    False skips it: under `same_stream` every arm of an experiment seed that starts from the same checkpoint
+    would evaluate the same thing there, and one arm with `iterations: 0` measures it once for all. A run of
+    0 iterations evaluates its start either way (that is its final evaluation)."""
 
 
 @dataclass

@@ -81,12 +81,13 @@ def timing_metrics(rstats: Any, t_start: float, t_prepare: float, t_update: floa
 
 
 def before_after_results(records: list[dict], splits) -> list[dict]:
-    """Per eval split, the first evaluation against the last (`evaluator.before_after`), when they differ;
-    `records`: the run's eval.jsonl records."""
+    """Per eval split, the evaluation of the starting weights (iteration 0) against the last
+    (`evaluator.before_after`), when the run has both; `records`: the run's eval.jsonl records. A run without
+    its start's evaluation (``eval.at_start: false``) has no before, so no comparison."""
     results = []
     for split in splits:
         mine = sorted((r for r in records if r.get("split") == split), key=lambda r: r["iteration"])
-        if len(mine) >= 2 and mine[0]["iteration"] != mine[-1]["iteration"]:
+        if len(mine) >= 2 and mine[0]["iteration"] == 0 != mine[-1]["iteration"]:
             result = before_after(mine[0], mine[-1])
             if result is not None:
                 results.append(result)

@@ -108,7 +108,8 @@ class Trainer:
     # -- the loop ---------------------------------------------------------------------------------
     def train(self) -> Path:
         cfg = self.config
-        self._finish_evaluation(0)
+        if cfg.eval.at_start or cfg.iterations == 0:
+            self._finish_evaluation(0)
         start = self.counters["iteration"] + 1
         for iteration in range(start, cfg.iterations + 1):
             self.iteration(iteration)
