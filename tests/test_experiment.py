@@ -72,6 +72,7 @@ def test_every_shipped_spec_expands_into_valid_run_configs(path):
             ran.pop("output"), now.pop("output")
             assert now["optim"].pop("forward_batch_size") is None  # the fields added since: their old behaviour
             assert now["eval"].pop("same_stream") is False
+            assert now["eval"].pop("at_start") is True
             assert now.pop("report") is False  # after the run ends: nothing the training sees
             assert now["rollout"].pop("max_prompt_tokens", None) is None  # no prompt budget: every prompt kept
             now.pop("hardware", None)  # what the recipe is written for (`seedbench plan`): nothing the run uses
@@ -597,21 +598,25 @@ def test_runs_kept_in_the_archive_are_skipped_on_a_fresh_machine(tmp_path):
     assert not (tmp_path / "machine-b" / "choice__grpo__tiny__s0").exists()
 
 
-def test_a_start_only_control_is_the_baseline_of_the_report_without_a_protocol_warning(tmp_path):
+@pytest.mark.parametrize("at_start", [True, False])
+def test_a_start_only_control_is_the_baseline_of_the_report_without_a_protocol_warning(tmp_path, at_start):
     """An arm of no updates (``iterations: 0``) beside a trained arm, with the real trainer: under one evaluation
-    stream its only evaluation is the trained arm's first one, and the report pairs the two arms against it
-    without flagging the differing number of updates."""
+    stream its only evaluation is the trained arm's first one (which ``eval.at_start: false`` skips), and the
+    report pairs the two arms against it without flagging the differing number of updates."""
     from seedbench.cli import main
     from seedbench.training.rundir import read_jsonl
 
     spec = spec_for(tmp_path / "e", agents=[{"name": "grpo", "label": "control", "iterations": 0}, "grpo"],
                     seeds=[0], budget={"iterations": 1},
                     set={"eval.num_tasks": 6, "eval.same_stream": True, "eval.temperature": 1.0,
-                         "rollout.max_new_tokens": 3, "save_final_model": False})
+                         "eval.at_start": at_start, "rollout.max_new_tokens": 3, "save_final_model": False})
     assert [o.status for o in ex.run_experiment(spec, echo=lambda _: None)] == ["completed"] * 2
     evals = {arm: list(read_jsonl(spec.output / f"choice__{arm}__tiny__s0" / "eval.jsonl")) for arm in ("control", "grpo")}
-    assert [e["iteration"] for e in evals["control"]] == [0] and [e["iteration"] for e in evals["grpo"]] == [0, 1]
-    assert evals["control"][0]["won"] == evals["grpo"][0]["won"] and evals["control"][0]["task_ids"] == evals["grpo"][0]["task_ids"]
+    assert [e["iteration"] for e in evals["control"]] == [0]
+    assert [e["iteration"] for e in evals["grpo"]] == ([0, 1] if at_start else [1])
+    if at_start:
+        assert evals["control"][0]["won"] == evals["grpo"][0]["won"]
+        assert evals["control"][0]["task_ids"] == evals["grpo"][0]["task_ids"]
     assert main(["report", str(spec.output), "--out", str(tmp_path / "r"), "--no-plots", "--baseline", "control"]) == 0
     text = (tmp_path / "r" / "report.md").read_text()
     assert "## Against control, seed by seed" in text and "| grpo | `test` | 1 |" in text
