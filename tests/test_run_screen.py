@@ -19,6 +19,21 @@ def test_the_sentence_follows_the_interval():
     assert "one training seed" in what_it_shows(_result(0.062, 0.25))
 
 
+def test_an_interval_off_0_between_evaluations_of_fresh_streams_claims_nothing(tmp_path):
+    """Without ``eval.same_stream`` the frozen control of the learning recipe's seed 1 rose +0.125 [+0.031,
+    +0.250] on 32 maps: the screen must not call such an interval an improvement, whichever side of 0 it is."""
+    for interval in ((0.031, 0.25), (-0.25, -0.031)):
+        sentence = what_it_shows(_result(*interval), fresh_streams=True)
+        assert sentence.startswith("The interval excludes 0, but it counts only which 16 tasks were drawn")
+        assert "improved" not in sentence and "worse" not in sentence
+    assert what_it_shows(_result(-0.062, 0.25), fresh_streams=True).startswith("The interval includes 0")
+    for same_stream, opening in ((False, "The interval excludes 0, but"), (True, "The interval is above 0")):
+        summary = {"agent": "seed", "env": "e", "before_after": [_result(0.031, 0.25)],
+                   "protocol": {"eval_same_stream": same_stream}}
+        (tmp_path / "summary.json").write_text(json.dumps(summary))
+        assert opening in closing_screen(tmp_path)
+
+
 def _skill(iteration, won, text, ok=True):
     return {"iteration": iteration, "won": won, "ok": ok, "episode_skill": text, "task": f"train/{iteration}"}
 

@@ -17,10 +17,17 @@ from seedbench.jsonio import read_json_checked, read_jsonl
 WIDTH = 100
 
 
-def what_it_shows(result: dict[str, Any]) -> str:
-    """One honest sentence on a before -> after comparison of one run (one training seed)."""
+def what_it_shows(result: dict[str, Any], fresh_streams: bool = False) -> str:
+    """One honest sentence on a before -> after comparison of one run (one training seed). `fresh_streams`: the
+    two evaluations sampled their own streams (``eval.same_stream`` off), so the interval, a bootstrap over
+    which tasks were drawn, leaves out the sampling, and a frozen policy moves that much too."""
     low, high = result["ci95"]
     tasks = result["tasks"]
+    if fresh_streams and (low > 0 or high < 0):
+        return (f"The interval excludes 0, but it counts only which {tasks} tasks were drawn: the two evaluations "
+                "sampled afresh (eval.same_stream off), and the same weights evaluated twice that way differ too. "
+                "A control at lr 0 and several seeds say whether this run learned (`seedbench experiment`, "
+                "docs/reports.md).")
     if low > 0:
         return (f"The interval is above 0: on these {tasks} held-out tasks this run improved. It is one training "
                 "seed; whether the method learns reliably, or better than GRPO, takes several seeds and a control "
@@ -92,7 +99,8 @@ def closing_screen(run_dir: str | Path, report_html: str | Path | None = None) -
         lines.append(f"Held-out success on {result['split']} ({result['tasks']} tasks): {result['before']:.3f} -> "
                      f"{result['after']:.3f}, difference {result['difference']:+.3f}, 95% CI [{low:+.3f}, {high:+.3f}] "
                      "(paired bootstrap over tasks)")
-        lines += textwrap.wrap(what_it_shows(result), WIDTH - 2, initial_indent="  ", subsequent_indent="  ")
+        fresh = (summary.get("protocol") or {}).get("eval_same_stream") is False
+        lines += textwrap.wrap(what_it_shows(result, fresh), WIDTH - 2, initial_indent="  ", subsequent_indent="  ")
     if not summary.get("before_after"):
         lines.append("No before -> after comparison: the run evaluated once or not at all (eval.num_tasks, iterations).")
     lines += _skill_lines(run_dir)
