@@ -213,8 +213,10 @@ def _change_section(runs: list[Run], opts: ReportOptions) -> Section | None:
         "Held-out success at each run's first and last evaluation, on the same tasks. Per arm: the mean "
         "change over seeds in points with its 95 % bootstrap interval over seeds, and how many runs went up, "
         "stayed level or went down by their own paired 95 % interval over tasks (up or down only when it "
-        "leaves 0). Per run: the change and that interval, as the run printed it at its end. A control's "
-        "change is the evaluation's own noise.")])
+        "leaves 0). Per run: the change and that interval, as the run printed it at its end. That interval "
+        "counts which tasks were drawn, not the sampling: where the evaluations sampled afresh "
+        "(eval.same_stream off) a run of unchanged weights goes up or down too, and a control's change is that "
+        "noise.")])
     for env, model, _, sub in _groups_with_rows(runs, table):
         blocks = []
         for split in dict.fromkeys(sub.split):
