@@ -186,8 +186,9 @@ def _paired_section(runs: list[Run], opts: ReportOptions) -> Section | None:
     section = Section(f"Against {base}, seed by seed", [Text(
         f"Each arm's final success minus that of the {base} run with the same seed, on every eval split: the "
         "mean over the seeds both arms ran, in points, with its 95 % bootstrap interval over seeds, and how "
-        f"many seeds ended above, level with or below {base}. Runs of one seed share their task draws and "
-        "evaluation streams, so the evaluation noise they share cancels in this difference, which the arms' means keep; "
+        f"many seeds ended above, level with or below {base}. Runs of one seed evaluate the same tasks, "
+        "and under eval.same_stream sample them from one stream, so the evaluation noise they share cancels in "
+        "this difference, which the arms' means keep (without same_stream only the choice of tasks is shared); "
         "an interval that leaves 0 says the arm ended apart from the baseline on these seeds. With few seeds a "
         "bootstrap interval is too narrow, so two exact tests stand beside it: the sign-flip p-value of the "
         "paired differences (every assignment of signs; at 5 seeds it cannot go below 0.0625) and the "

@@ -283,8 +283,9 @@ def paired_baseline_table(runs: Sequence[Run], baseline: str = "grpo", **kw):
     differences' signs flipped, `stats.sign_flip_p`) and ``p_permutation`` (unpaired, the arm's and the
     baseline's final values of all their seeds relabelled, `stats.permutation_p`).
 
-    Pairing by seed is what the unpaired P(X > baseline) leaves out: runs of one seed share their task
-    draws and evaluation streams, so much of the evaluation noise cancels in the difference. Arms without
+    Pairing by seed is what the unpaired P(X > baseline) leaves out: runs of one seed share their tasks
+    (and, under ``eval.same_stream``, their sampling stream), so much of the evaluation noise cancels in the
+    difference. Arms without
     a seed in common with the baseline get no row.
     """
     import pandas as pd
