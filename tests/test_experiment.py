@@ -579,6 +579,21 @@ def test_archive_commit_commits_each_run_as_it_is_archived_and_nothing_else(tmp_
         spec_for(tmp_path, archive_commit=True)
 
 
+def test_an_archive_folder_git_ignores_stops_the_experiment_before_any_run(tmp_path):
+    """``archive_commit: true`` into a folder a .gitignore rule covers could never commit a run: the driver says
+    which rule before starting anything; a ``!`` line that lets the folder through makes it acceptable."""
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    _git(repo, "init", "-q")
+    (repo / ".gitignore").write_text("runs/\n")
+    spec = spec_for(tmp_path / "e", seeds=[0], archive=str(repo / "study" / "pilot" / "runs"), archive_commit=True)
+    with pytest.raises(ex.ExperimentError, match=r"git ignores the archive folder .* \(rule \.gitignore:1:runs/\)"):
+        ex.run_experiment(spec, command_prefix=FAKE, echo=lambda _: None)
+    assert not (tmp_path / "e").exists()
+    (repo / ".gitignore").write_text("runs/\n!/study/*/runs/\n")
+    assert [o.status for o in ex.run_experiment(spec, command_prefix=FAKE, dry_run=True, echo=lambda _: None)] == ["pending"] * 2
+
+
 def test_runs_kept_in_the_archive_are_skipped_on_a_fresh_machine(tmp_path):
     """A study moved to a machine without its run directories skips every run its archive holds complete,
     says how many, and lists what remains seed by seed; the rest run as usual and are archived."""

@@ -29,5 +29,26 @@ def commit_archive(folder: Path, runs: list[str], experiment: str) -> str:
     return f"archive: committed {', '.join(runs)} as {head}"
 
 
+def ignored_by_git(folder: Path) -> str | None:
+    """The .gitignore rule that would keep `folder`'s files out of every archive commit, or None (not ignored,
+    or not in a git work tree: `commit_archive` says so when it is reached). Checked before any run starts, so
+    a study does not run for hours and then fail to commit."""
+    probe = folder / "summary.json"
+    try:
+        top = Path(_git(_existing_parent(folder), "rev-parse", "--show-toplevel").strip())
+        rule = subprocess.run(["git", "check-ignore", "-v", "--", str(probe)], cwd=top, capture_output=True, text=True)
+    except (OSError, subprocess.CalledProcessError):
+        return None
+    if rule.returncode != 0:  # 1: not ignored (a `!` rule that lets it through included)
+        return None
+    return rule.stdout.split("\t")[0].strip() or "?"
+
+
+def _existing_parent(path: Path) -> Path:
+    while not path.exists() and path != path.parent:
+        path = path.parent
+    return path
+
+
 def _git(cwd: Path, *args: str) -> str:
     return subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True, text=True).stdout

@@ -11,7 +11,7 @@ from typing import Any, Callable, Sequence
 
 from seedbench.jsonio import write_json_atomic
 from seedbench.report.archive import archive_run_logs
-from seedbench.training.experiments.archive_commit import commit_archive
+from seedbench.training.experiments.archive_commit import commit_archive, ignored_by_git
 from seedbench.training.experiments.arm import write_arm
 from seedbench.training.experiments.local import LocalExecutor, auto_workers, visible_gpus
 from seedbench.training.experiments.ray_executor import RayExecutor
@@ -64,6 +64,9 @@ def run_experiment(
     echo: Callable[[str], None] = print,
 ) -> list[Outcome]:
     """Run every missing or partial run of ``spec``; returns one `Outcome` per run (skips included)."""
+    if spec.archive_commit and (rule := ignored_by_git(Path(spec.archive))):
+        raise ExperimentError(f"archive_commit: git ignores the archive folder {spec.archive} (rule {rule}), so no "
+                              "run could be committed; allow it in .gitignore (a `!/<folder>/` line) or archive elsewhere")
     runs = expand(spec)
     plan = [(run, _status(spec, run)) for run in runs]
     todo = [(run, status == "partial") for run, status in plan if status not in ("complete", "archived")]
